@@ -1,0 +1,95 @@
+"""Causal multi-head softmax attention (Vaswani et al., 2017; paper 1, Appendix A.3).
+
+    A = softmax(Q Kᵀ / √d_h + M) V,   M_ij = 0 if j ≤ i and key j is not padding, else −∞
+
+Parallel form: one call to the `transformers` attention interface (`eager` below, or `sdpa`, selected by
+`config._attn_implementation`). Recurrent form: the cache keeps every key and value, so a decoding step attends
+one query over the stored keys (O(T) per token; attention has no O(1) state, and `state_size()` is `None`).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
+
+
+def eager_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
+    """Reference attention: explicit scores and softmax. Masks are boolean (True = may attend)."""
+    scores = torch.matmul(query, key.transpose(-1, -2)) * scaling  # (B, H, T, S)
+    if attention_mask is not None:
+        scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
+    elif query.shape[2] > 1:
+        causal = torch.ones(query.shape[2], key.shape[2], dtype=torch.bool, device=query.device)
+        scores = scores.masked_fill(~causal.tril(key.shape[2] - query.shape[2]), torch.finfo(scores.dtype).min)
+    probs = torch.softmax(scores.float(), dim=-1).to(value.dtype)
+    probs = nn.functional.dropout(probs, p=dropout, training=module.training)
+    return torch.matmul(probs, value).transpose(1, 2), probs  # (B, T, H, D)
+
+
+def causal_padding_mask(attention_mask: torch.Tensor | None, query_len: int, key_len: int, device) -> torch.Tensor:
+    """Boolean (B|1, 1, T, S) mask: query i (at absolute position S − T + i) sees keys j ≤ it that are not padding.
+
+    Every query also sees itself, so a padding query (left padding) never has an empty row and never produces
+    NaNs that could leak through a 0 × NaN product into real positions.
+    """
+    offset = key_len - query_len
+    rows = torch.arange(query_len, device=device)[:, None] + offset
+    cols = torch.arange(key_len, device=device)[None, :]
+    mask = (cols <= rows)[None, None]  # (1, 1, T, S)
+    if attention_mask is not None:
+        mask = mask & attention_mask[:, None, None, -key_len:].bool()
+        mask = mask | (cols == rows)[None, None]
+    return mask
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head causal self-attention with a fused QKV projection (GPT-2 layout).
+
+    Args:
+        config: an `ICLConfig` (uses hidden_size, num_attention_heads, use_bias, attention_dropout, dropout).
+        layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
+    """
+
+    def __init__(self, config, layer_idx: int):
+        super().__init__()
+        self.config = config
+        self.layer_idx = layer_idx
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.scaling = self.head_dim**-0.5
+        self.is_causal = True
+        self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.use_bias)
+        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias)
+
+    def state_size(self) -> int | None:
+        return None
+
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+        batch, length, width = hidden_states.shape
+        qkv = self.qkv_proj(hidden_states).view(batch, length, 3, self.num_heads, self.head_dim)
+        query, key, value = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
+        if cache is not None:
+            state = cache.layer_state(self.layer_idx)
+            if state.get("key") is not None:
+                key = torch.cat([state.get("key"), key], dim=2)  # (B, H, S, D)
+                value = torch.cat([state.get("value"), value], dim=2)
+            state.set("key", key)
+            state.set("value", value)
+        mask = None
+        if attention_mask is not None or (length > 1 and key.shape[2] > length):
+            mask = causal_padding_mask(attention_mask, length, key.shape[2], hidden_states.device)
+        attend = eager_attention_forward
+        if self.config._attn_implementation not in (None, "eager"):
+            attend = ALL_ATTENTION_FUNCTIONS[self.config._attn_implementation]
+        out, _ = attend(
+            self,
+            query,
+            key,
+            value,
+            mask,
+            dropout=self.config.attention_dropout if self.training else 0.0,
+            scaling=self.scaling,
+            is_causal=mask is None,
+        )
+        return self.out_proj(out.reshape(batch, length, width))  # (B, T, d)

@@ -1,0 +1,117 @@
+"""`ICLConfig`: the configuration every hf_icl architecture shares (paper 1, Appendix A.2).
+
+An architecture subclasses it to set `model_type`, its defaults and its `PRESETS`; per-layer mixer choice is data
+(`mixer_types`), so hybrids are configurations rather than new code paths.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from transformers import PreTrainedConfig
+
+from ..mixers import MIXERS
+
+FFN_TYPES = ("mlp", "glu", "none")
+NORM_TYPES = ("layernorm", "rmsnorm")
+POSITION_EMBEDDINGS = ("learned", "nope")
+
+
+def check_choice(field: str, value, allowed) -> None:
+    """Raise `ValueError` naming `field`, its `value` and the allowed values unless `value in allowed`."""
+    if value not in allowed:
+        raise ValueError(f"{field}={value!r} is not one of: {', '.join(map(str, allowed))}")
+
+
+class ICLConfig(PreTrainedConfig):
+    r"""Shared configuration of the hf_icl decoder skeleton.
+
+    Args:
+        vocab_size (`int`): number of token ids.
+        hidden_size (`int`): model width d.
+        num_hidden_layers (`int`): number of blocks L.
+        num_attention_heads (`int`): heads of attention-like mixers.
+        intermediate_size (`int`, *optional*): FFN hidden width; defaults to `4 * hidden_size`.
+        max_position_embeddings (`int`): longest input the learned positions cover.
+        position_embedding (`str`): one of `POSITION_EMBEDDINGS`.
+        mixer (`str`): token mixer used by every layer unless `mixer_types` is given.
+        mixer_types (`list[str]`, *optional*): per-layer token mixers (length `num_hidden_layers`).
+        ffn (`str`): feed-forward net after each mixer: `mlp`, `glu` or `none`.
+        norm (`str`): `layernorm` or `rmsnorm`.
+        hidden_act (`str`): activation of the MLP.
+        layer_norm_epsilon (`float`): epsilon of the norms.
+        dropout (`float`): dropout on embeddings and residual branches.
+        attention_dropout (`float`): dropout on attention probabilities.
+        initializer_range (`float`): std of the normal initialisation.
+        use_bias (`bool`): biases in linear layers.
+        preset (`str`, *optional*): the size preset these values came from (informational).
+    """
+
+    model_type = "icl"
+    PRESETS: ClassVar[dict[str, dict]] = {}
+
+    vocab_size: int = 20
+    hidden_size: int = 128
+    num_hidden_layers: int = 4
+    num_attention_heads: int = 2
+    intermediate_size: int | None = None
+    max_position_embeddings: int = 1024
+    position_embedding: str = "learned"
+    mixer: str = "attention"
+    mixer_types: list[str] | None = None
+    ffn: str = "mlp"
+    norm: str = "layernorm"
+    hidden_act: str = "gelu_new"
+    layer_norm_epsilon: float = 1e-5
+    dropout: float = 0.0
+    attention_dropout: float = 0.0
+    initializer_range: float = 0.02
+    use_bias: bool = True
+    use_cache: bool = True
+    tie_word_embeddings: bool = True
+    pad_token_id: int | None = 0
+    eos_token_id: int | None = 0
+    bos_token_id: int | None = None
+    preset: str | None = None
+
+    def __post_init__(self, **kwargs):
+        super().__post_init__(**kwargs)
+        if self.intermediate_size is None:
+            self.intermediate_size = 4 * self.hidden_size
+        if self.mixer_types is None:
+            self.mixer_types = [self.mixer] * self.num_hidden_layers
+        self.mixer_types = list(self.mixer_types)
+        self.check()
+
+    def check(self) -> None:
+        """Validate field values; every error names the field, the value and what is allowed."""
+        check_choice("position_embedding", self.position_embedding, POSITION_EMBEDDINGS)
+        check_choice("ffn", self.ffn, FFN_TYPES)
+        check_choice("norm", self.norm, NORM_TYPES)
+        for i, name in enumerate(self.mixer_types):
+            check_choice(f"mixer_types[{i}]", name, sorted(MIXERS))
+        if len(self.mixer_types) != self.num_hidden_layers:
+            raise ValueError(
+                f"mixer_types has {len(self.mixer_types)} entries but num_hidden_layers={self.num_hidden_layers}"
+            )
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size={self.hidden_size} must be divisible by num_attention_heads={self.num_attention_heads}"
+            )
+        for field in ("vocab_size", "hidden_size", "num_hidden_layers", "max_position_embeddings"):
+            if getattr(self, field) < 1:
+                raise ValueError(f"{field}={getattr(self, field)} must be a positive integer")
+
+    @classmethod
+    def from_preset(cls, preset: str = "small", **overrides) -> ICLConfig:
+        """Build a config from a size preset (`tiny`, `small`, `base`, ...) and keyword overrides.
+
+        Args:
+            preset (`str`): a key of `cls.PRESETS`.
+            **overrides: any config field.
+        """
+        check_choice("preset", preset, sorted(cls.PRESETS))
+        values = {**cls.PRESETS[preset], **overrides}
+        if "num_hidden_layers" in overrides and "mixer_types" not in overrides:
+            values.pop("mixer_types", None)
+        return cls(preset=preset, **values)

@@ -1,0 +1,222 @@
+"""The shared decoder (paper 1, Appendix A.2): embedding → L × DecoderBlock → final norm → output projection.
+
+Every architecture in hf_icl is this skeleton with a different config: which mixer each layer uses, which FFN,
+which norm and which position scheme. Architecture shells only name their config class.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+import torch
+from torch import nn
+from transformers import GenerationMixin, PreTrainedModel
+from transformers import initialization as init
+from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
+
+from .cache import ICLCache
+from .configuration import ICLConfig
+from .layers import DecoderBlock, build_norm
+from .remote_code import export_modeling_code
+
+RESIDUAL_PROJECTIONS = ("out_proj", "fc_out", "down_proj")
+
+
+class ICLPreTrainedModel(PreTrainedModel):
+    """Base class: weight init, cache policy and the remote-code export on `save_pretrained`."""
+
+    config_class = ICLConfig
+    base_model_prefix = "model"
+    supports_gradient_checkpointing = False
+    _no_split_modules = ["DecoderBlock"]
+    _skip_keys_device_placement = ["past_key_values"]
+    _supports_sdpa = True
+    _supports_attention_backend = True
+    auto_class_name = "AutoModel"
+
+    @classmethod
+    def _supports_default_dynamic_cache(cls) -> bool:
+        # Our models build their own `ICLCache` (recurrent states do not fit a DynamicCache).
+        return False
+
+    @torch.no_grad()
+    def _init_weights(self, module):
+        super()._init_weights(module)
+        if isinstance(module, DecoderBlock):
+            # GPT-2 scheme: residual projections scaled by 1/√(2L) for the two residual branches per block.
+            std = self.config.initializer_range / math.sqrt(2 * self.config.num_hidden_layers)
+            for part in (module.mixer, module.ffn):
+                for name in RESIDUAL_PROJECTIONS:
+                    if isinstance(getattr(part, name, None), nn.Linear):
+                        init.normal_(getattr(part, name).weight, mean=0.0, std=std)
+        if hasattr(module, "reset_mixer_parameters"):
+            module.reset_mixer_parameters()
+
+    def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs):
+        """`PreTrainedModel.save_pretrained`, plus the flat modeling code and `auto_map` for remote-code loads."""
+        os.makedirs(save_directory, exist_ok=True)
+        self.config.auto_map = export_modeling_code(self, save_directory)
+        return super().save_pretrained(save_directory, *args, **kwargs)
+
+
+class ICLModel(ICLPreTrainedModel):
+    """The decoder backbone without the output projection.
+
+    Args:
+        config (`ICLConfig`): the architecture's configuration.
+    """
+
+    def __init__(self, config: ICLConfig):
+        super().__init__(config)
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.embed_positions = None
+        if config.position_embedding == "learned":
+            self.embed_positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
+        self.dropout = nn.Dropout(config.dropout)
+        self.layers = nn.ModuleList(DecoderBlock(config, i) for i in range(config.num_hidden_layers))
+        self.norm = build_norm(config)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.embed_tokens = value
+
+    def state_size(self) -> int | None:
+        """Bytes of recurrent state per sequence summed over layers, or `None` if any layer is attention."""
+        sizes = [layer.mixer.state_size() for layer in self.layers]
+        return None if any(size is None for size in sizes) else sum(sizes)
+
+    def _position_ids(self, attention_mask, past_length: int, length: int, device) -> torch.Tensor:
+        if attention_mask is not None:
+            return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]  # (B, T)
+        return torch.arange(past_length, past_length + length, device=device)[None]  # (1, T)
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        past_key_values: ICLCache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        use_cache: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        **kwargs,
+    ) -> BaseModelOutputWithPast:
+        if (input_ids is None) == (inputs_embeds is None):
+            raise ValueError("pass exactly one of input_ids or inputs_embeds")
+        use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
+        if past_key_values is not None and not isinstance(past_key_values, ICLCache):
+            raise TypeError(
+                f"past_key_values must be an hf_icl ICLCache, got {type(past_key_values).__name__}; "
+                "let the model create it (use_cache=True)"
+            )
+        if use_cache and past_key_values is None:
+            past_key_values = ICLCache(self.config.num_hidden_layers)
+        cache = past_key_values if use_cache else None
+        past_length = cache.get_seq_length() if cache is not None else 0
+
+        hidden_states = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, d)
+        length = hidden_states.shape[1]
+        if attention_mask is not None and bool(attention_mask.all()):
+            attention_mask = None  # no padding: mixers may take their fast unmasked paths
+        if position_ids is None:
+            position_ids = self._position_ids(attention_mask, past_length, length, hidden_states.device)
+        if self.embed_positions is not None:
+            longest = int(position_ids.max()) + 1
+            if longest > self.config.max_position_embeddings:
+                raise ValueError(
+                    f"input reaches position {longest} but position_embedding='learned' covers only "
+                    f"max_position_embeddings={self.config.max_position_embeddings}; shorten the input or use a "
+                    "position scheme that extrapolates"
+                )
+            hidden_states = hidden_states + self.embed_positions(position_ids)
+        hidden_states = self.dropout(hidden_states)
+
+        all_hidden_states = (hidden_states,) if output_hidden_states else None
+        for layer in self.layers:
+            hidden_states = layer(
+                hidden_states,
+                attention_mask=attention_mask,
+                cache=cache,
+                input_ids=input_ids,
+                position_ids=position_ids,
+            )
+            if output_hidden_states:
+                all_hidden_states += (hidden_states,)
+        hidden_states = self.norm(hidden_states)
+        if cache is not None:
+            cache.advance(length)
+        return BaseModelOutputWithPast(
+            last_hidden_state=hidden_states, past_key_values=cache, hidden_states=all_hidden_states
+        )
+
+
+class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
+    """The decoder with a (tied) language-modelling head; works with `generate` and `pipeline`.
+
+    Args:
+        config (`ICLConfig`): the architecture's configuration.
+    """
+
+    base_model_class = ICLModel
+    auto_class_name = "AutoModelForCausalLM"
+    _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
+
+    def __init__(self, config: ICLConfig):
+        super().__init__(config)
+        self.model = self.base_model_class(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        self.post_init()
+
+    def get_input_embeddings(self):
+        return self.model.embed_tokens
+
+    def set_input_embeddings(self, value):
+        self.model.embed_tokens = value
+
+    def get_output_embeddings(self):
+        return self.lm_head
+
+    def set_output_embeddings(self, value):
+        self.lm_head = value
+
+    def forward(
+        self,
+        input_ids: torch.LongTensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        position_ids: torch.LongTensor | None = None,
+        past_key_values: ICLCache | None = None,
+        inputs_embeds: torch.Tensor | None = None,
+        labels: torch.LongTensor | None = None,
+        use_cache: bool | None = None,
+        output_hidden_states: bool | None = None,
+        return_dict: bool | None = None,
+        logits_to_keep: int = 0,
+        **kwargs,
+    ) -> CausalLMOutputWithPast:
+        outputs = self.model(
+            input_ids=input_ids,
+            attention_mask=attention_mask,
+            position_ids=position_ids,
+            past_key_values=past_key_values,
+            inputs_embeds=inputs_embeds,
+            use_cache=use_cache,
+            output_hidden_states=output_hidden_states,
+        )
+        hidden_states = outputs.last_hidden_state
+        if logits_to_keep:
+            hidden_states = hidden_states[:, -logits_to_keep:]
+        logits = self.lm_head(hidden_states)  # (B, T, V)
+        loss = None
+        if labels is not None:
+            loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size, **kwargs)
+        return CausalLMOutputWithPast(
+            loss=loss,
+            logits=logits,
+            past_key_values=outputs.past_key_values,
+            hidden_states=outputs.hidden_states,
+        )

@@ -1,0 +1,191 @@
+"""Common oracles for every registered architecture: cache ≡ full forward, generation, save/load, remote code."""
+
+import json
+import re
+import subprocess
+import sys
+import textwrap
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, pipeline
+
+import hf_icl
+from hf_icl.tokenization import regbench_tokenizer
+
+ARCHS = hf_icl.list_architectures()
+
+
+def tiny_model(arch, seed=0, **overrides):
+    torch.manual_seed(seed)
+    config = hf_icl.config_for(arch, "tiny", vocab_size=20, **overrides)
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+def left_padded_batch():
+    input_ids = torch.tensor([[0, 0, 0, 3, 5, 7, 19, 2, 4], [1, 2, 3, 4, 19, 5, 6, 7, 8]])
+    attention_mask = (torch.arange(9)[None] >= torch.tensor([[3], [0]])).long()
+    return input_ids, attention_mask
+
+
+def step_by_step_logits(model, input_ids, attention_mask, prefill):
+    """Prefill `prefill` tokens, then decode one token at a time through the cache."""
+    out = model(input_ids[:, :prefill], attention_mask=attention_mask[:, :prefill], use_cache=True)
+    cache, logits = out.past_key_values, [out.logits]
+    for t in range(prefill, input_ids.shape[1]):
+        out = model(
+            input_ids[:, t : t + 1], attention_mask=attention_mask[:, : t + 1], past_key_values=cache, use_cache=True
+        )
+        cache = out.past_key_values
+        logits.append(out.logits)
+    return torch.cat(logits, dim=1)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("prefill", [1, 4])
+def test_cached_decode_equals_full_forward(arch, prefill):
+    model = tiny_model(arch)
+    input_ids, attention_mask = left_padded_batch()
+    with torch.no_grad():
+        full = model(input_ids, attention_mask=attention_mask).logits
+        stepped = step_by_step_logits(model, input_ids, attention_mask, prefill)
+    real = attention_mask.bool()
+    torch.testing.assert_close(stepped[real], full[real], atol=1e-4, rtol=0)
+    # A left-padded row gives the same logits as the same row unpadded.
+    with torch.no_grad():
+        alone = model(input_ids[:1, 3:]).logits
+    torch.testing.assert_close(full[0, 3:], alone[0], atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_generate_modes(arch):
+    model = tiny_model(arch)
+    input_ids, attention_mask = left_padded_batch()
+    kwargs = dict(attention_mask=attention_mask, max_new_tokens=6, pad_token_id=0, eos_token_id=None)
+    greedy = model.generate(input_ids, do_sample=False, **kwargs)
+    greedy_nocache = model.generate(input_ids, do_sample=False, use_cache=False, **kwargs)
+    assert torch.equal(greedy, greedy_nocache)
+    torch.manual_seed(3)
+    sampled = model.generate(input_ids, do_sample=True, top_k=0, **kwargs)
+    torch.manual_seed(3)
+    sampled_nocache = model.generate(input_ids, do_sample=True, top_k=0, use_cache=False, **kwargs)
+    assert torch.equal(sampled, sampled_nocache)
+    multi = model.generate(input_ids, do_sample=True, num_return_sequences=3, **kwargs)
+    assert multi.shape == (6, 15)
+    beams = model.generate(input_ids, num_beams=3, num_return_sequences=2, do_sample=False, **kwargs)
+    beams_nocache = model.generate(
+        input_ids, num_beams=3, num_return_sequences=2, do_sample=False, use_cache=False, **kwargs
+    )
+    assert beams.shape == (4, 15)
+    assert torch.equal(beams, beams_nocache)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_save_load_round_trip(arch, tmp_path):
+    model = tiny_model(arch)
+    model.save_pretrained(tmp_path)
+    assert (tmp_path / "model.safetensors").exists()
+    loaded = AutoModelForCausalLM.from_pretrained(tmp_path).eval()
+    assert type(loaded) is type(model)
+    input_ids, attention_mask = left_padded_batch()
+    with torch.no_grad():
+        torch.testing.assert_close(
+            loaded(input_ids, attention_mask=attention_mask).logits,
+            model(input_ids, attention_mask=attention_mask).logits,
+            atol=0,
+            rtol=0,
+        )
+
+
+REMOTE_LOAD = textwrap.dedent(
+    """
+    import json, sys
+    sys.modules["hf_icl"] = None  # hf_icl must not be importable here
+    import torch
+    from transformers import AutoModelForCausalLM
+    model = AutoModelForCausalLM.from_pretrained(sys.argv[1], trust_remote_code=True).eval()
+    assert "hf_icl" not in type(model).__module__, type(model).__module__
+    input_ids = torch.tensor(json.loads(sys.argv[2]))
+    mask = torch.tensor(json.loads(sys.argv[3]))
+    with torch.no_grad():
+        logits = model(input_ids, attention_mask=mask).logits
+        generated = model.generate(input_ids, attention_mask=mask, max_new_tokens=4, do_sample=False,
+                                   pad_token_id=0, eos_token_id=None)
+    print(json.dumps({"logits": logits.tolist(), "generated": generated.tolist()}))
+    """
+)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_remote_code_load_in_fresh_process(arch, tmp_path):
+    model = tiny_model(arch)
+    model.save_pretrained(tmp_path / "ckpt")
+    config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    assert set(config["auto_map"]) >= {"AutoConfig", "AutoModel", "AutoModelForCausalLM"}
+    for path in (tmp_path / "ckpt").glob("*.py"):
+        assert not re.search(r"^\s*(from|import)\s+(hf_icl|\.\.)", path.read_text(), re.M), path.name
+    input_ids, attention_mask = left_padded_batch()
+    env = {"HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", REMOTE_LOAD, str(tmp_path / "ckpt"), json.dumps(input_ids.tolist()),
+         json.dumps(attention_mask.tolist())],
+        capture_output=True, text=True, env={**env, "PATH": "/usr/bin:/bin"}, cwd=tmp_path, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    remote = json.loads(result.stdout.strip().splitlines()[-1])
+    with torch.no_grad():
+        local = model(input_ids, attention_mask=attention_mask).logits
+        generated = model.generate(input_ids, attention_mask=attention_mask, max_new_tokens=4, do_sample=False,
+                                   pad_token_id=0, eos_token_id=None)
+    torch.testing.assert_close(torch.tensor(remote["logits"]), local, atol=1e-6, rtol=0)
+    assert remote["generated"] == generated.tolist()
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_pipeline_text_generation(arch):
+    model = tiny_model(arch)
+    generator = pipeline("text-generation", model=model, tokenizer=regbench_tokenizer())
+    outputs = generator(["abc|ab", "a"], max_new_tokens=5, do_sample=False, batch_size=2)
+    for prompt, out in zip(["abc|ab", "a"], outputs):
+        text = out[0]["generated_text"]
+        assert text.startswith(prompt) and len(text) <= len(prompt) + 5
+
+
+def test_learned_positions_reject_long_inputs():
+    model = tiny_model("transformer", max_position_embeddings=8)
+    with pytest.raises(ValueError, match="max_position_embeddings=8"):
+        model(torch.ones(1, 9, dtype=torch.long))
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        (dict(position_embedding="abc"), "position_embedding='abc' is not one of"),
+        (dict(ffn="conv"), "ffn='conv' is not one of"),
+        (dict(mixer="nope"), r"mixer_types\[0\]='nope' is not one of"),
+        (dict(hidden_siz=3), "config field 'hidden_siz' is not a field"),
+        (dict(hidden_size=30, num_attention_heads=4), "must be divisible"),
+    ],
+)
+def test_config_errors_name_the_field(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        hf_icl.config_for("transformer", "tiny", **overrides)
+
+
+def test_unknown_architecture_and_preset():
+    with pytest.raises(ValueError, match="architecture='gpt5' is not one of: .*transformer"):
+        hf_icl.config_for("gpt5")
+    with pytest.raises(ValueError, match="preset='huge' is not one of"):
+        hf_icl.config_for("transformer", "huge")
+
+
+def test_sdpa_equals_eager():
+    input_ids, attention_mask = left_padded_batch()
+    model = tiny_model("transformer")
+    outs = {}
+    for impl in ("eager", "sdpa"):
+        model.config._attn_implementation = impl
+        with torch.no_grad():
+            outs[impl] = model(input_ids, attention_mask=attention_mask).logits
+    real = attention_mask.bool()
+    torch.testing.assert_close(outs["eager"][real], outs["sdpa"][real], atol=1e-5, rtol=0)
