@@ -1,0 +1,180 @@
+"""Command-line schema of `train.py`; every value is validated before any work starts."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from ..models import ARCHITECTURES, list_architectures
+from ..tasks import list_tasks
+
+REPORT_TO = ("tensorboard", "trackio", "none")
+
+
+@dataclass
+class RunArguments:
+    """Everything a training run needs; `train.py --help` documents each field.
+
+    Defaults follow paper 1, Appendix B (AdamW, β=(0.9, 0.99), warm-up from 1e-7 then cosine to 2.5e-5),
+    scaled to a few CPU minutes for the default small Transformer on RegBench N=2500.
+    """
+
+    architecture: str = "transformer"
+    task: str = "regbench"
+    n_train: int = 2500
+    task_seed: int = 0
+    preset: str = "small"
+    overrides: dict = field(default_factory=dict)
+    task_options: dict = field(default_factory=dict)
+    lr: float = 1e-3
+    min_lr: float = 2.5e-5
+    warmup_start_lr: float = 1e-7
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.1
+    adam_beta2: float = 0.99
+    grad_clip: float = 1.0
+    epochs: float = 3.0
+    max_steps: int | None = None
+    batch_size: int = 32
+    seed: int = 0
+    train_on_delimiter: bool = False
+    output_dir: str | None = None
+    checkpoint_every: int = 200
+    keep_checkpoints: int = 2
+    log_every: int = 10
+    eval_batch_size: int = 64
+    resume: bool = False
+    overwrite: bool = False
+    report_to: str = "tensorboard"
+    push_to_hub: str | None = None
+    baseline_orders: list = field(default_factory=lambda: [1, 2, 3])
+
+    def resolved_output_dir(self) -> Path:
+        if self.output_dir:
+            return Path(self.output_dir)
+        return Path("outputs") / f"{self.task}-n{self.n_train}-{self.architecture}-{self.preset}-s{self.seed}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def task_option_fields(task: str) -> tuple[str, ...]:
+    from ..tasks import _OVERRIDES
+
+    return _OVERRIDES[task]
+
+
+def _parse_override(text: str) -> tuple[str, object]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"--override {text!r} must look like FIELD=VALUE, e.g. hidden_size=256")
+    key, value = text.split("=", 1)
+    try:
+        return key, json.loads(value)
+    except json.JSONDecodeError:
+        return key, value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="train.py",
+        description="Train an hf_icl architecture on an ICL task with Accelerate, then evaluate it.",
+        allow_abbrev=False,
+    )
+    defaults = RunArguments()
+    parser.add_argument("--config", help="YAML file of RunArguments fields; command-line flags override it")
+    parser.add_argument("--architecture", choices=list_architectures(), help="architecture name")
+    parser.add_argument("--task", choices=list_tasks(), help="task name")
+    parser.add_argument("--n-train", type=int, help=f"training instances (default {defaults.n_train})")
+    parser.add_argument("--task-seed", type=int, help="seed of the task generator")
+    parser.add_argument("--preset", help="size preset of the architecture (tiny, small, base, ...)")
+    parser.add_argument(
+        "--override", action="append", type=_parse_override, metavar="FIELD=VALUE",
+        help="model config override, repeatable (e.g. --override num_hidden_layers=8)",
+    )
+    parser.add_argument(
+        "--task-option", action="append", type=_parse_override, metavar="FIELD=VALUE",
+        help="task generator override, repeatable (e.g. --task-option n_test=100)",
+    )
+    parser.add_argument("--lr", type=float, help="peak learning rate")
+    parser.add_argument("--min-lr", type=float, help="final learning rate of the cosine schedule")
+    parser.add_argument("--warmup-ratio", type=float, help="share of steps spent warming up")
+    parser.add_argument("--weight-decay", "--wd", dest="weight_decay", type=float, help="AdamW weight decay")
+    parser.add_argument("--grad-clip", type=float, help="gradient-norm clipping")
+    parser.add_argument("--epochs", type=float, help="training epochs")
+    parser.add_argument("--max-steps", type=int, help="stop after this many optimiser steps")
+    parser.add_argument("--batch-size", type=int, help="global batch size (split across processes)")
+    parser.add_argument("--seed", type=int, help="seed of initialisation and data order")
+    parser.add_argument(
+        "--train-on-delimiter", action=argparse.BooleanOptionalAction, default=None,
+        help="also train on `|` labels (the RegBench reference code did not)",
+    )
+    parser.add_argument("--output-dir", help="run folder (default outputs/<task>-n<N>-<arch>-<preset>-s<seed>)")
+    parser.add_argument("--checkpoint-every", type=int, help="optimiser steps between checkpoints")
+    parser.add_argument("--log-every", type=int, help="optimiser steps between logged losses")
+    parser.add_argument("--resume", action="store_true", default=None, help="continue from the last checkpoint in --output-dir")
+    parser.add_argument("--overwrite", action="store_true", default=None, help="replace an existing run in --output-dir")
+    parser.add_argument("--report-to", choices=REPORT_TO, help="tracker for training curves")
+    parser.add_argument("--push-to-hub", metavar="REPO_ID", help="upload the final checkpoint folder to this repo")
+    return parser
+
+
+def parse_args(argv: list[str] | None = None) -> RunArguments:
+    """Parse and validate; errors name the field, the value and the allowed values."""
+    parser = build_parser()
+    namespace = vars(parser.parse_args(argv))
+    values: dict = {}
+    config_path = namespace.pop("config")
+    if config_path:
+        values.update(load_yaml_config(Path(config_path)))
+    overrides = dict(namespace.pop("override") or [])
+    task_options = dict(namespace.pop("task_option") or [])
+    values.update({key: value for key, value in namespace.items() if value is not None})
+    if overrides:
+        values["overrides"] = {**values.get("overrides", {}), **overrides}
+    if task_options:
+        values["task_options"] = {**values.get("task_options", {}), **task_options}
+    args = RunArguments(**values)
+    validate(args)
+    return args
+
+
+def load_yaml_config(path: Path) -> dict:
+    if not path.is_file():
+        raise ValueError(f"--config {path} does not exist")
+    values = yaml.safe_load(path.read_text()) or {}
+    known = {f.name for f in fields(RunArguments)}
+    for key in values:
+        if key not in known:
+            raise ValueError(f"--config field {key!r} is not one of: {', '.join(sorted(known))}")
+    return values
+
+
+def validate(args: RunArguments) -> None:
+    from ..modeling.configuration import check_choice
+    from ..models import config_for
+
+    check_choice("architecture", args.architecture, list_architectures())
+    check_choice("task", args.task, list_tasks())
+    check_choice("report_to", args.report_to, REPORT_TO)
+    check_choice("preset", args.preset, sorted(ARCHITECTURES[args.architecture][0].PRESETS))
+    for name in ("n_train", "batch_size", "checkpoint_every", "eval_batch_size", "log_every"):
+        if getattr(args, name) < 1:
+            raise ValueError(f"{name}={getattr(args, name)} must be ≥ 1")
+    if args.epochs <= 0 and not args.max_steps:
+        raise ValueError(f"epochs={args.epochs} must be > 0")
+    if not 0 <= args.warmup_ratio < 1:
+        raise ValueError(f"warmup_ratio={args.warmup_ratio} must be in [0, 1)")
+    if args.resume and args.overwrite:
+        raise ValueError("--resume and --overwrite exclude each other")
+    config_for(args.architecture, args.preset, **args.overrides)  # unknown or invalid fields fail here
+    allowed = task_option_fields(args.task)
+    for key in args.task_options:
+        if key not in allowed or key in ("n_train", "seed"):
+            raise ValueError(
+                f"--task-option {key!r} is not one of: {', '.join(k for k in allowed if k not in ('n_train', 'seed'))}"
+                " (use --n-train and --task-seed for those)"
+            )

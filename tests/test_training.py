@@ -1,0 +1,140 @@
+"""train.py end to end: artifacts, loss decrease, exact resume after a kill, 2-process DDP, fail-fast input checks."""
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from safetensors.torch import load_file
+
+from hf_icl.training import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SMALL_TASK = ["--n-train", "100", "--task-option", "n_test=24", "--task-option", "n_validation=8"]
+TINY_RUN = ["--preset", "tiny", "--report-to", "none", *SMALL_TASK]
+
+
+def run_train(args, env=None, launcher=None, timeout=600):
+    command = (launcher or [sys.executable]) + [str(ROOT / "train.py"), *args]
+    return subprocess.run(
+        command, capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
+    )
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    output = tmp_path_factory.mktemp("smoke") / "run"
+    result = run_train([*TINY_RUN, "--max-steps", "20", "--output-dir", str(output), "--lr", "3e-3", "--log-every", "1"])
+    assert result.returncode == 0, result.stderr[-3000:]
+    return output
+
+
+def test_smoke_run_writes_reports_and_learns(smoke_run):
+    metrics = json.loads((smoke_run / "metrics.json").read_text())
+    history = metrics["train"]["history"]
+    losses = [h["loss"] for h in history]
+    assert len(losses) == 20 and sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 0.2
+    assert set(metrics["test"]["baselines"]) >= {"1-gram (paper)", "2-gram (paper)", "3-gram (paper)"}
+    assert 0 <= metrics["test"]["model"]["accuracy"] <= 1 and 0 <= metrics["test"]["model"]["tvd"] <= 1
+    assert metrics["run_config"]["train_on_delimiter"] is False
+    for name in ("summary.md", "training_curves.png", "model/model.safetensors", "model/tokenizer.json"):
+        assert (smoke_run / name).is_file(), name
+    assert (smoke_run / "training_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| model |" in (smoke_run / "summary.md").read_text()
+
+
+def test_model_card(smoke_run):
+    card = (smoke_run / "model" / "README.md").read_text()
+    front, body = card.split("---\n")[1], card.split("---\n", 2)[2]
+    meta = yaml.safe_load(front)
+    assert meta["library_name"] == "transformers"
+    assert {"hf_icl", "transformer", "regbench"} <= set(meta["tags"])
+    assert meta["datasets"] == ["hf_icl/regbench"] and meta["metrics"] == ["accuracy", "tvd"]
+    metrics = json.loads((smoke_run / "metrics.json").read_text())
+    assert f"{metrics['num_parameters']:,} parameters" in body
+    assert f"| this model | {metrics['test']['model']['accuracy']:.4f} |" in body
+    assert "| 3-gram (paper) |" in body
+    assert "trust_remote_code=True" in body and 'pipeline("text-generation"' in body
+    assert '"n_train": 100' in body and '"architecture": "transformer"' in body
+
+
+def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
+    # 100 rows / batch 32 = 4 steps per epoch: the checkpoint at step 3 is mid-epoch, the kill at step 5 loses work.
+    common = [*TINY_RUN, "--max-steps", "9", "--checkpoint-every", "3"]
+    straight = run_train([*common, "--output-dir", str(tmp_path / "straight")])
+    assert straight.returncode == 0, straight.stderr[-3000:]
+    killed = run_train([*common, "--output-dir", str(tmp_path / "resumed")], env={"HF_ICL_TEST_KILL_AT_STEP": "5"})
+    assert killed.returncode == 137
+    assert not (tmp_path / "resumed" / "model").exists()
+    resumed = run_train([*common, "--output-dir", str(tmp_path / "resumed"), "--resume"])
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resumed from" in resumed.stdout + resumed.stderr
+    a = load_file(tmp_path / "straight" / "model" / "model.safetensors")
+    b = load_file(tmp_path / "resumed" / "model" / "model.safetensors")
+    assert a.keys() == b.keys()
+    assert all((a[k] == b[k]).all() for k in a)
+
+
+def test_two_process_ddp_ends_with_identical_weights(tmp_path):
+    launcher = ["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+                "--mixed_precision", "no", "--dynamo_backend", "no"]
+    result = run_train(
+        [*TINY_RUN, "--max-steps", "4", "--output-dir", str(tmp_path / "ddp")],
+        env={"ACCELERATE_USE_CPU": "true"}, launcher=launcher,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    checksums = json.loads((tmp_path / "ddp" / "metrics.json").read_text())["weights_checksum_per_process"]
+    assert len(checksums) == 2 and checksums[0] == checksums[1]
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--architecture", "gpt9"], "invalid choice: 'gpt9' (choose from"),
+        (["--task", "chess"], "invalid choice: 'chess'"),
+        (["--bogus-flag"], "unrecognized arguments: --bogus-flag"),
+        (["--preset", "giant"], "preset='giant' is not one of"),
+        (["--override", "hidden_siz=3"], "config field 'hidden_siz' is not a field"),
+        (["--task-option", "n_states=3"], "--task-option 'n_states' is not one of"),
+        (["--batch-size", "0"], "batch_size=0 must be"),
+        (["--report-to", "wandb"], "invalid choice: 'wandb'"),
+    ],
+)
+def test_bad_arguments_fail_before_any_work(argv, message, capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--output-dir", str(tmp_path / "never")])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "never").exists()
+
+
+def test_existing_run_is_not_overwritten_without_asking(smoke_run, capsys):
+    before = (smoke_run / "metrics.json").read_bytes()
+    with pytest.raises(SystemExit):
+        main(["--output-dir", str(smoke_run)])
+    assert "already holds a run; pass --resume" in capsys.readouterr().err
+    assert (smoke_run / "metrics.json").read_bytes() == before
+
+
+def test_push_to_hub_without_network_fails_at_once(tmp_path):
+    started = time.time()
+    result = run_train([*TINY_RUN, "--output-dir", str(tmp_path / "run"), "--push-to-hub", "someone/model"],
+                       env={"HF_HUB_OFFLINE": "1"})
+    assert result.returncode == 2 and time.time() - started < 60
+    assert "HF_HUB_OFFLINE is set: cannot push" in result.stderr
+    assert not (tmp_path / "run").exists()
+
+
+def test_push_folder_offline_leaves_folder_intact(smoke_run, monkeypatch):
+    from hf_icl.hub import HubUnreachableError, push_folder
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    before = {p.name: p.read_bytes() for p in (smoke_run / "model").iterdir()}
+    with pytest.raises(HubUnreachableError):
+        push_folder(smoke_run / "model", "someone/model")
+    assert {p.name: p.read_bytes() for p in (smoke_run / "model").iterdir()} == before
