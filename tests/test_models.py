@@ -127,16 +127,32 @@ def test_remote_code_load_in_fresh_process(arch, tmp_path):
     input_ids, attention_mask = left_padded_batch()
     env = {"HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     result = subprocess.run(
-        [sys.executable, "-c", REMOTE_LOAD, str(tmp_path / "ckpt"), json.dumps(input_ids.tolist()),
-         json.dumps(attention_mask.tolist())],
-        capture_output=True, text=True, env={**env, "PATH": "/usr/bin:/bin"}, cwd=tmp_path, timeout=300,
+        [
+            sys.executable,
+            "-c",
+            REMOTE_LOAD,
+            str(tmp_path / "ckpt"),
+            json.dumps(input_ids.tolist()),
+            json.dumps(attention_mask.tolist()),
+        ],
+        capture_output=True,
+        text=True,
+        env={**env, "PATH": "/usr/bin:/bin"},
+        cwd=tmp_path,
+        timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     remote = json.loads(result.stdout.strip().splitlines()[-1])
     with torch.no_grad():
         local = model(input_ids, attention_mask=attention_mask).logits
-        generated = model.generate(input_ids, attention_mask=attention_mask, max_new_tokens=4, do_sample=False,
-                                   pad_token_id=0, eos_token_id=None)
+        generated = model.generate(
+            input_ids,
+            attention_mask=attention_mask,
+            max_new_tokens=4,
+            do_sample=False,
+            pad_token_id=0,
+            eos_token_id=None,
+        )
     torch.testing.assert_close(torch.tensor(remote["logits"]), local, atol=1e-6, rtol=0)
     assert remote["generated"] == generated.tolist()
 

@@ -21,7 +21,10 @@ TINY_RUN = ["--preset", "tiny", "--report-to", "none", *SMALL_TASK]
 def run_train(args, env=None, launcher=None, timeout=600):
     command = (launcher or [sys.executable]) + [str(ROOT / "train.py"), *args]
     return subprocess.run(
-        command, capture_output=True, text=True, timeout=timeout,
+        command,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
         env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
     )
 
@@ -29,7 +32,9 @@ def run_train(args, env=None, launcher=None, timeout=600):
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     output = tmp_path_factory.mktemp("smoke") / "run"
-    result = run_train([*TINY_RUN, "--max-steps", "20", "--output-dir", str(output), "--lr", "3e-3", "--log-every", "1"])
+    result = run_train(
+        [*TINY_RUN, "--max-steps", "20", "--output-dir", str(output), "--lr", "3e-3", "--log-every", "1"]
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return output
 
@@ -81,11 +86,23 @@ def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
 
 
 def test_two_process_ddp_ends_with_identical_weights(tmp_path):
-    launcher = ["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-                "--mixed_precision", "no", "--dynamo_backend", "no"]
+    launcher = [
+        "accelerate",
+        "launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+    ]
     result = run_train(
         [*TINY_RUN, "--max-steps", "4", "--output-dir", str(tmp_path / "ddp")],
-        env={"ACCELERATE_USE_CPU": "true"}, launcher=launcher,
+        env={"ACCELERATE_USE_CPU": "true"},
+        launcher=launcher,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     checksums = json.loads((tmp_path / "ddp" / "metrics.json").read_text())["weights_checksum_per_process"]
@@ -123,8 +140,10 @@ def test_existing_run_is_not_overwritten_without_asking(smoke_run, capsys):
 
 def test_push_to_hub_without_network_fails_at_once(tmp_path):
     started = time.time()
-    result = run_train([*TINY_RUN, "--output-dir", str(tmp_path / "run"), "--push-to-hub", "someone/model"],
-                       env={"HF_HUB_OFFLINE": "1"})
+    result = run_train(
+        [*TINY_RUN, "--output-dir", str(tmp_path / "run"), "--push-to-hub", "someone/model"],
+        env={"HF_HUB_OFFLINE": "1"},
+    )
     assert result.returncode == 2 and time.time() - started < 60
     assert "HF_HUB_OFFLINE is set: cannot push" in result.stderr
     assert not (tmp_path / "run").exists()
@@ -138,3 +157,31 @@ def test_push_folder_offline_leaves_folder_intact(smoke_run, monkeypatch):
     with pytest.raises(HubUnreachableError):
         push_folder(smoke_run / "model", "someone/model")
     assert {p.name: p.read_bytes() for p in (smoke_run / "model").iterdir()} == before
+
+
+def test_standalone_evaluate_matches_training_metrics(smoke_run, tmp_path):
+    from hf_icl.evaluate import main as evaluate_main
+
+    # The task config defaults to the checkpoint's training run (recorded in config.json).
+    metrics = evaluate_main(
+        [
+            "--checkpoint",
+            str(smoke_run / "model"),
+            "--task",
+            "regbench",
+            "--output-dir",
+            str(tmp_path / "eval"),
+            "--batch-size",
+            "7",
+        ]
+    )
+    written = json.loads((tmp_path / "eval" / "metrics.json").read_text())
+    trained = json.loads((smoke_run / "metrics.json").read_text())["test"]
+    assert written["test"]["num_rows"] == trained["num_rows"] == 24
+    for key in ("accuracy", "tvd"):
+        assert abs(metrics["test"]["model"][key] - trained["model"][key]) < 1e-9
+        assert written["test"]["baselines"]["3-gram (paper)"][key] == trained["baselines"]["3-gram (paper)"][key]
+    with pytest.raises(SystemExit):  # an existing metrics.json is not replaced without --overwrite
+        evaluate_main(
+            ["--checkpoint", str(smoke_run / "model"), "--task", "regbench", "--output-dir", str(tmp_path / "eval")]
+        )

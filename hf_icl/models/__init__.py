@@ -45,5 +45,6 @@ def config_for(architecture: str, preset: str = "tiny", **overrides) -> ICLConfi
     known = {f.name for f in fields(config_cls)}
     for key in overrides:
         if key not in known:
-            raise ValueError(f"config field {key!r} is not a field of {config_cls.__name__}: {', '.join(sorted(known))}")
+            allowed = ", ".join(sorted(known))
+            raise ValueError(f"config field {key!r} is not a field of {config_cls.__name__}: {allowed}")
     return config_cls.from_preset(preset, **overrides)

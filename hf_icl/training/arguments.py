@@ -92,11 +92,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--task-seed", type=int, help="seed of the task generator")
     parser.add_argument("--preset", help="size preset of the architecture (tiny, small, base, ...)")
     parser.add_argument(
-        "--override", action="append", type=_parse_override, metavar="FIELD=VALUE",
+        "--override",
+        action="append",
+        type=_parse_override,
+        metavar="FIELD=VALUE",
         help="model config override, repeatable (e.g. --override num_hidden_layers=8)",
     )
     parser.add_argument(
-        "--task-option", action="append", type=_parse_override, metavar="FIELD=VALUE",
+        "--task-option",
+        action="append",
+        type=_parse_override,
+        metavar="FIELD=VALUE",
         help="task generator override, repeatable (e.g. --task-option n_test=100)",
     )
     parser.add_argument("--lr", type=float, help="peak learning rate")
@@ -109,14 +115,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--batch-size", type=int, help="global batch size (split across processes)")
     parser.add_argument("--seed", type=int, help="seed of initialisation and data order")
     parser.add_argument(
-        "--train-on-delimiter", action=argparse.BooleanOptionalAction, default=None,
+        "--train-on-delimiter",
+        action=argparse.BooleanOptionalAction,
+        default=None,
         help="also train on `|` labels (the RegBench reference code did not)",
     )
     parser.add_argument("--output-dir", help="run folder (default outputs/<task>-n<N>-<arch>-<preset>-s<seed>)")
     parser.add_argument("--checkpoint-every", type=int, help="optimiser steps between checkpoints")
     parser.add_argument("--log-every", type=int, help="optimiser steps between logged losses")
-    parser.add_argument("--resume", action="store_true", default=None, help="continue from the last checkpoint in --output-dir")
-    parser.add_argument("--overwrite", action="store_true", default=None, help="replace an existing run in --output-dir")
+    parser.add_argument("--resume", action="store_true", default=None, help="continue from the last checkpoint")
+    parser.add_argument("--overwrite", action="store_true", default=None, help="replace an existing run folder")
     parser.add_argument("--report-to", choices=REPORT_TO, help="tracker for training curves")
     parser.add_argument("--push-to-hub", metavar="REPO_ID", help="upload the final checkpoint folder to this repo")
     return parser
@@ -172,9 +180,9 @@ def validate(args: RunArguments) -> None:
         raise ValueError("--resume and --overwrite exclude each other")
     config_for(args.architecture, args.preset, **args.overrides)  # unknown or invalid fields fail here
     allowed = task_option_fields(args.task)
+    options = [key for key in allowed if key not in ("n_train", "seed")]
     for key in args.task_options:
-        if key not in allowed or key in ("n_train", "seed"):
+        if key not in options:
             raise ValueError(
-                f"--task-option {key!r} is not one of: {', '.join(k for k in allowed if k not in ('n_train', 'seed'))}"
-                " (use --n-train and --task-seed for those)"
+                f"--task-option {key!r} is not one of: {', '.join(options)} (use --n-train and --task-seed for those)"
             )

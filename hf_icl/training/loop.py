@@ -53,7 +53,7 @@ def weights_checksum(model) -> float:
 
 
 def preflight(args: RunArguments) -> Path | None:
-    """Checks that need no training: the run folder and, with `--push-to-hub`, the network. Returns the resume point."""
+    """Checks that need no training: the run folder, the network (with `--push-to-hub`). Returns the resume point."""
     resume_from = prepare_output_dir(args.resolved_output_dir(), args.resume, args.overwrite)
     if args.push_to_hub:
         from ..hub import check_hub_reachable
@@ -89,7 +89,10 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
     per_process_batch = max(1, args.batch_size // accelerator.num_processes)
     generator = torch.Generator().manual_seed(args.seed)
     loader = DataLoader(
-        bundle.train, batch_size=per_process_batch, shuffle=True, generator=generator,
+        bundle.train,
+        batch_size=per_process_batch,
+        shuffle=True,
+        generator=generator,
         collate_fn=pad_collate(bundle.tokenizer.pad_token_id),
     )
     steps_per_epoch = math.ceil(len(bundle.train) / (per_process_batch * accelerator.num_processes))
@@ -111,7 +114,9 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
 
     kill_at = int(os.environ.get(KILL_AT_STEP_ENV, "0"))
     progress = tqdm(
-        total=total_steps, initial=state["global_step"], desc=f"train {args.architecture}",
+        total=total_steps,
+        initial=state["global_step"],
+        desc=f"train {args.architecture}",
         disable=not accelerator.is_local_main_process,
     )
     started = time.time() - state["wall_time_s"]
@@ -147,11 +152,12 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
     progress.close()
     state["wall_time_s"] = time.time() - started
 
-    checksums = accelerator.gather(torch.tensor([weights_checksum(model)], dtype=torch.float64, device=accelerator.device))
+    checksum = torch.tensor([weights_checksum(model)], dtype=torch.float64, device=accelerator.device)
+    checksums = accelerator.gather(checksum).tolist()
     unwrapped = accelerator.unwrap_model(model)
     metrics = None
     if accelerator.is_main_process:
-        metrics = finish_run(args, bundle, unwrapped, state, total_steps, steps_per_epoch, checksums.tolist(), output_dir)
+        metrics = finish_run(args, bundle, unwrapped, state, total_steps, steps_per_epoch, checksums, output_dir)
     accelerator.wait_for_everyone()
     accelerator.end_training()
     return metrics
@@ -177,6 +183,13 @@ def finish_run(args, bundle, model, state, total_steps, steps_per_epoch, checksu
         },
         "weights_checksum_per_process": checksums,
         "run_config": {**args.to_dict(), **bundle.description},
+    }
+
+    model.config.hf_icl_run = {
+        "task": args.task,
+        "n_train": args.n_train,
+        "task_seed": args.task_seed,
+        "task_options": args.task_options,
     }
 
     def write_checkpoint(folder: Path):

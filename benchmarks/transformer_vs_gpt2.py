@@ -1,0 +1,85 @@
+"""`icl_transformer` training step against `transformers.GPT2LMHeadModel` of identical size (target ratio ≤ 1.05).
+
+Run: `OMP_NUM_THREADS=2 python benchmarks/transformer_vs_gpt2.py [--preset small --batch 32 --length 380]`.
+Both models: same width, depth, heads, vocabulary, learned positions, LayerNorm, GELU (tanh), tied embeddings, no
+dropout, SDPA attention; a step is forward + backward + AdamW update. The two are timed alternately in one process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import median_time, print_table  # noqa: E402
+
+import hf_icl  # noqa: E402
+
+
+def build_pair(preset: str, vocab: int):
+    config = hf_icl.config_for("transformer", preset, vocab_size=vocab)
+    torch.manual_seed(0)
+    ours = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    gpt2_config = GPT2Config(
+        vocab_size=vocab,
+        n_positions=config.max_position_embeddings,
+        n_embd=config.hidden_size,
+        n_layer=config.num_hidden_layers,
+        n_head=config.num_attention_heads,
+        n_inner=config.intermediate_size,
+        activation_function="gelu_new",
+        resid_pdrop=0.0,
+        embd_pdrop=0.0,
+        attn_pdrop=0.0,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        tie_word_embeddings=True,
+        use_cache=False,
+    )
+    reference = GPT2LMHeadModel._from_config(gpt2_config, attn_implementation="sdpa")
+    return ours, reference
+
+
+def training_step(model, optimizer, input_ids):
+    def step():
+        loss = model(input_ids=input_ids, labels=input_ids, use_cache=False).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    return step
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--preset", default="small")
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--length", type=int, default=380)
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+    ours, reference = build_pair(args.preset, vocab=20)
+    n_ours, n_ref = ours.num_parameters(), reference.num_parameters()
+    assert n_ours == n_ref, (n_ours, n_ref)
+    input_ids = torch.randint(1, 20, (args.batch, args.length))
+    steps = {
+        "ours": training_step(ours.train(), torch.optim.AdamW(ours.parameters(), lr=1e-4), input_ids),
+        "gpt2": training_step(reference.train(), torch.optim.AdamW(reference.parameters(), lr=1e-4), input_ids),
+    }
+    times = {name: [] for name in steps}
+    for _ in range(3):  # interleave rounds so drift in machine load hits both alike
+        for name, step in steps.items():
+            times[name].append(median_time(step, repeats=args.repeats, warmup=2))
+    best = {name: min(values) for name, values in times.items()}
+    print(f"threads={torch.get_num_threads()} params={n_ours:,} batch={args.batch} T={args.length}\n")
+    print_table(
+        [(f"training step, {args.preset}, B={args.batch}, T={args.length}", best["ours"], best["gpt2"])],
+        ours="icl_transformer",
+        reference="GPT2LMHeadModel",
+    )
+
+
+if __name__ == "__main__":
+    main()

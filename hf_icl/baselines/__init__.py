@@ -1,0 +1,5 @@
+"""Classical baselines that produce the same artifacts as models (DESIGN §2.3, §5.3)."""
+
+from .ngram import InContextNGram
+
+__all__ = ["InContextNGram"]

@@ -1,0 +1,58 @@
+"""Task registry: each task family is a ``datasets.GeneratorBasedBuilder`` (DESIGN §2.2).
+
+Dataset scripts are gone in datasets >= 4, so builders are instantiated from the package:
+``builder = Builder(config_name=..., **overrides); builder.download_and_prepare(); builder.as_dataset()``.
+:func:`load_task` wraps exactly that.
+"""
+
+from __future__ import annotations
+
+import datasets
+
+from .regbench import CONFIG_FIELDS as _REGBENCH_FIELDS
+from .regbench import RegBenchBuilder
+
+TASKS: dict[str, type[datasets.GeneratorBasedBuilder]] = {"regbench": RegBenchBuilder}
+"""Task name -> builder class."""
+
+_OVERRIDES: dict[str, tuple[str, ...]] = {"regbench": _REGBENCH_FIELDS}
+
+
+def list_tasks() -> list[str]:
+    """Names accepted by :func:`load_task`.
+
+    Returns:
+        Sorted list of task names.
+    """
+    return sorted(TASKS)
+
+
+def load_task(name: str, cache_dir: str | None = None, config_name: str | None = None, **overrides):
+    """Builds (or loads from the cache) a task's splits.
+
+    Args:
+        name: task name, one of :func:`list_tasks`.
+        cache_dir: ``datasets`` cache directory (default: the ``datasets`` default).
+        config_name: named builder config (default: the builder's ``DEFAULT_CONFIG_NAME``).
+        **overrides: config field overrides, e.g. ``n_train=2500, seed=0``.
+
+    Returns:
+        ``datasets.DatasetDict`` with the task's splits.
+
+    Raises:
+        ValueError: unknown task name, config name or override key (before any generation).
+    """
+    if name not in TASKS:
+        raise ValueError(f"task={name!r} is not one of: {', '.join(list_tasks())}")
+    builder_cls = TASKS[name]
+    allowed = _OVERRIDES[name]
+    for key in overrides:
+        if key not in allowed:
+            raise ValueError(f"override {key!r} is not a field of task {name!r}; allowed: {', '.join(allowed)}")
+    configs = [c.name for c in builder_cls.BUILDER_CONFIGS]
+    config_name = config_name or builder_cls.DEFAULT_CONFIG_NAME
+    if config_name not in configs:
+        raise ValueError(f"config_name={config_name!r} is not one of: {', '.join(configs)}")
+    builder = builder_cls(config_name=config_name, cache_dir=cache_dir, **overrides)
+    builder.download_and_prepare()
+    return builder.as_dataset()
