@@ -6,7 +6,7 @@
 Writes ``<output>/<config>/<split>-00000-of-00001.parquet`` for every config and split, plus
 ``<output>/README.md``: YAML front matter whose ``configs:`` lists each config's data files, and the
 dataset card as prose. Afterwards ``datasets.load_dataset("<output>", "<config>")`` works offline.
-Pushing uses ``huggingface_hub.HfApi.upload_folder`` and happens only with ``--push-to-hub``.
+Pushing uses ``hf_icl.hub.push_folder`` (``HfApi.upload_folder``) and happens only with ``--push-to-hub``.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import yaml
 
+from hf_icl.hub import check_hub_reachable, push_folder
 from hf_icl.tasks.regbench import CITATION, RegBenchBuilder, instance_statistics
 
 SPLITS = ("train", "validation", "test")
@@ -72,6 +73,7 @@ over the vocabulary, averaged over positions. Token order: `['.', 'a', …, 'r',
 
 ```python
 from datasets import load_dataset
+from hf_icl.hub import check_hub_reachable, push_folder
 from hf_icl.tasks.regbench import next_token_truth
 from hf_icl.baselines import InContextNGram
 from hf_icl.evaluation import regbench_metrics
@@ -194,14 +196,12 @@ def main(argv: list[str] | None = None) -> Path:
         )
         if value is not None
     }
+    if args.push_to_hub:
+        check_hub_reachable()  # fail at once, before generating anything
     folder = export(args.output, args.configs, overrides, args.cache_dir)
     print(f"wrote {folder}")
     if args.push_to_hub:
-        from huggingface_hub import HfApi  # only when asked: tests never touch the network
-
-        api = HfApi()
-        api.create_repo(args.push_to_hub, repo_type="dataset", private=args.private, exist_ok=True)
-        api.upload_folder(folder_path=str(folder), repo_id=args.push_to_hub, repo_type="dataset")
+        push_folder(folder, args.push_to_hub, repo_type="dataset", private=args.private)
         print(f"pushed to https://huggingface.co/datasets/{args.push_to_hub}")
     return folder
 

@@ -15,7 +15,7 @@ from hf_icl.training import main
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_TASK = ["--n-train", "100", "--task-option", "n_test=24", "--task-option", "n_validation=8"]
-TINY_RUN = ["--preset", "tiny", "--report-to", "none", *SMALL_TASK]
+TINY_RUN = ["--preset", "tiny", "--report-to", "none", "--threads", "1", *SMALL_TASK]
 
 
 def run_train(args, env=None, launcher=None, timeout=600):

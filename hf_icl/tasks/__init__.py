@@ -27,6 +27,17 @@ def list_tasks() -> list[str]:
     return sorted(TASKS)
 
 
+def task_option_fields(name: str) -> tuple[str, ...]:
+    """Keyword overrides accepted by ``load_task(name, ...)``.
+
+    Args:
+        name: task name, one of :func:`list_tasks`.
+    """
+    if name not in TASKS:
+        raise ValueError(f"task={name!r} is not one of: {', '.join(list_tasks())}")
+    return _OVERRIDES[name]
+
+
 def load_task(name: str, cache_dir: str | None = None, config_name: str | None = None, **overrides):
     """Builds (or loads from the cache) a task's splits.
 

@@ -18,10 +18,11 @@ from collections.abc import Mapping
 import datasets
 import numpy as np
 
+from ..tokenization import REGBENCH_SYMBOLS
 from .regbench_sampling import SamplingRanges, sample_automata, sample_texts
 
-REGBENCH_VOCAB: list[str] = ["."] + [chr(ord("a") + i) for i in range(18)] + ["|"]
-"""Reference token order: ``.`` = 0 (pad), ``a``..``r`` = 1..18, ``|`` = 19."""
+REGBENCH_VOCAB: list[str] = REGBENCH_SYMBOLS
+"""Reference token order (shared with the tokenizer): ``.`` = 0 (pad), ``a``..``r`` = 1..18, ``|`` = 19."""
 
 PAD_ID, SEP_ID, VOCAB_SIZE = 0, 19, len(REGBENCH_VOCAB)
 _TOKEN_ID = np.full(256, -1, dtype=np.int64)

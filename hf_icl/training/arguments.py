@@ -10,7 +10,7 @@ from pathlib import Path
 import yaml
 
 from ..models import ARCHITECTURES, list_architectures
-from ..tasks import list_tasks
+from ..tasks import list_tasks, task_option_fields
 
 REPORT_TO = ("tensorboard", "trackio", "none")
 
@@ -41,6 +41,7 @@ class RunArguments:
     max_steps: int | None = None
     batch_size: int = 32
     seed: int = 0
+    threads: int | None = None
     train_on_delimiter: bool = False
     output_dir: str | None = None
     checkpoint_every: int = 200
@@ -60,12 +61,6 @@ class RunArguments:
 
     def to_dict(self) -> dict:
         return asdict(self)
-
-
-def task_option_fields(task: str) -> tuple[str, ...]:
-    from ..tasks import _OVERRIDES
-
-    return _OVERRIDES[task]
 
 
 def _parse_override(text: str) -> tuple[str, object]:
@@ -114,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--max-steps", type=int, help="stop after this many optimiser steps")
     parser.add_argument("--batch-size", type=int, help="global batch size (split across processes)")
     parser.add_argument("--seed", type=int, help="seed of initialisation and data order")
+    parser.add_argument("--threads", type=int, help="CPU threads per process (default: all cores if single-process)")
     parser.add_argument(
         "--train-on-delimiter",
         action=argparse.BooleanOptionalAction,

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from torch.utils.data import Sampler
+from transformers.trainer_pt_utils import get_length_grouped_indices
 
 from ..evaluation.regbench_eval import evaluate_regbench
 from ..tasks import load_task
@@ -31,20 +33,53 @@ class TaskBundle:
     description: dict
 
 
+class LengthGroupedEpochSampler(Sampler):
+    """Batches of similar length (less padding), in an order fixed by `seed` and the epoch alone.
+
+    Uses `transformers`' `get_length_grouped_indices` (random mega-batches sorted by length), then shuffles the
+    order of the batches. Because the order depends only on (seed, epoch), a resumed run sees exactly the batches
+    an uninterrupted run would.
+
+    Args:
+        lengths: length of every example.
+        batch_size: examples per batch (per process).
+        seed: data-order seed.
+    """
+
+    def __init__(self, lengths: list[int], batch_size: int, seed: int):
+        self.lengths, self.batch_size, self.seed, self.epoch = list(lengths), batch_size, seed, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self):
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+        indices = get_length_grouped_indices(self.lengths, self.batch_size, generator=generator)
+        batches = [indices[i : i + self.batch_size] for i in range(0, len(indices), self.batch_size)]
+        order = torch.randperm(len(batches), generator=generator).tolist()
+        return iter([index for b in order for index in batches[b]])
+
+
 def pad_collate(pad_id: int) -> Callable:
-    """Right-pad `input_ids` with `pad_id`, `labels` with −100, and build the attention mask."""
+    """Right-pad `input_ids` with `pad_id` and `labels` with −100.
+
+    No attention mask is built, on purpose: every hf_icl mixer is causal, so right padding can never influence a
+    real position, and the padded positions carry no loss. Leaving the mask out keeps attention on its fused
+    causal kernel instead of a materialised (B, H, T, T) mask.
+    """
 
     def collate(examples):
         longest = max(len(e["input_ids"]) for e in examples)
         input_ids = torch.full((len(examples), longest), pad_id, dtype=torch.long)
         labels = torch.full((len(examples), longest), -100, dtype=torch.long)
-        attention_mask = torch.zeros((len(examples), longest), dtype=torch.long)
         for row, example in enumerate(examples):
             n = len(example["input_ids"])
             input_ids[row, :n] = torch.tensor(example["input_ids"])
             labels[row, :n] = torch.tensor(example["labels"])
-            attention_mask[row, :n] = 1
-        return {"input_ids": input_ids, "labels": labels, "attention_mask": attention_mask}
+        return {"input_ids": input_ids, "labels": labels}
 
     return collate
 

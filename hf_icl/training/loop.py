@@ -10,7 +10,7 @@ from pathlib import Path
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import DataLoaderConfiguration, set_seed
+from accelerate.utils import set_seed
 from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM
@@ -18,7 +18,7 @@ from transformers import AutoModelForCausalLM
 from ..models import config_for
 from .arguments import RunArguments
 from .checkpoints import load_trainer_state, prepare_output_dir, save_checkpoint, write_folder_atomic
-from .data import TASK_BUNDLES, pad_collate
+from .data import TASK_BUNDLES, LengthGroupedEpochSampler, pad_collate
 from .report import write_reports
 
 KILL_AT_STEP_ENV = "HF_ICL_TEST_KILL_AT_STEP"  # test hook: hard-exit after this step, as a SIGKILL would
@@ -74,12 +74,16 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
         cpu=not torch.cuda.is_available(),
         log_with=None if args.report_to == "none" else args.report_to,
         project_dir=str(output_dir),
-        dataloader_config=DataLoaderConfiguration(use_seedable_sampler=True),
     )
     if args.overwrite and accelerator.is_main_process and output_dir.exists():
         shutil.rmtree(output_dir)
     accelerator.wait_for_everyone()
     set_seed(args.seed)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    elif accelerator.num_processes == 1 and accelerator.device.type == "cpu":
+        # `accelerate launch` pins a lone CPU process to OMP_NUM_THREADS=1; a single process should use the cores.
+        torch.set_num_threads(len(os.sched_getaffinity(0)))
 
     with accelerator.main_process_first():
         bundle = TASK_BUNDLES[args.task](args)
@@ -87,12 +91,11 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
     config.pad_token_id = config.eos_token_id = bundle.tokenizer.pad_token_id
     model = AutoModelForCausalLM.from_config(config)
     per_process_batch = max(1, args.batch_size // accelerator.num_processes)
-    generator = torch.Generator().manual_seed(args.seed)
+    lengths = [len(ids) for ids in bundle.train["input_ids"]]
     loader = DataLoader(
         bundle.train,
         batch_size=per_process_batch,
-        shuffle=True,
-        generator=generator,
+        sampler=LengthGroupedEpochSampler(lengths, per_process_batch, args.seed),
         collate_fn=pad_collate(bundle.tokenizer.pad_token_id),
     )
     steps_per_epoch = math.ceil(len(bundle.train) / (per_process_batch * accelerator.num_processes))
