@@ -11,24 +11,13 @@ ratio = reference / ours (speed-up). Outputs are checked equal before timing.
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 from _refit_ngram import refit_predict_proba
+from common import median_time
 
 from hf_icl.baselines import InContextNGram
 from hf_icl.tasks.regbench import RegBenchConfig, generate_regbench
-
-
-def _median_seconds(fn, repeats: int) -> float:
-    fn()  # warm-up
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:
@@ -46,13 +35,15 @@ def main() -> None:
         model = InContextNGram(n, variant)
         for text in texts:  # same artifacts before timing anything
             assert np.allclose(model.predict_proba(text), refit_predict_proba(text, n, variant))
-        ours = _median_seconds(lambda m=model: [m.predict_proba(t) for t in texts], args.repeats)
-        ref = _median_seconds(lambda n=n, v=variant: [refit_predict_proba(t, n, v) for t in texts], args.repeats)
+        ours = median_time(lambda m=model: [m.predict_proba(t) for t in texts], repeats=args.repeats, warmup=1)
+        ref = median_time(
+            lambda n=n, v=variant: [refit_predict_proba(t, n, v) for t in texts], repeats=args.repeats, warmup=1
+        )
         case = f"{n}-gram {variant}, {len(texts)} instances: incremental vs per-prefix refit"
         print(f"| {case} | {ours * 1e3:.1f} ms | {ref * 1e3:.1f} ms | {ref / ours:.0f}x |")
     full = [row["text"] for row in rows]
     model = InContextNGram(3)
-    seconds = _median_seconds(lambda: [model.predict_proba(t) for t in full], args.repeats)
+    seconds = median_time(lambda: [model.predict_proba(t) for t in full], repeats=args.repeats, warmup=1)
     print(f"\nours, 3-gram paper on all {len(full)} test instances: {seconds:.2f} s")
 
 

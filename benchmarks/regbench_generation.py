@@ -13,23 +13,13 @@ Times are medians of ``--repeats`` runs after a warm-up.
 from __future__ import annotations
 
 import argparse
-import statistics
 import tempfile
-import time
 
 import datasets
+from common import median_time
 
 from hf_icl.tasks import load_task
 from hf_icl.tasks.regbench import RegBenchConfig, generate_regbench
-
-
-def _median_seconds(fn, repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def _build(n_train: int) -> None:
@@ -52,8 +42,8 @@ def main() -> None:
         ("sampler (generate_regbench)", lambda n: generate_regbench(RegBenchConfig(name="b", n_train=n))),
         ("builder (load_task, fresh cache)", _build),
     ):
-        ours = _median_seconds(lambda f=fn: f(40000), args.repeats)
-        ref = _median_seconds(lambda f=fn: f(2500), args.repeats) * big / small
+        ours = median_time(lambda f=fn: f(40000), repeats=args.repeats, warmup=1)
+        ref = median_time(lambda f=fn: f(2500), repeats=args.repeats, warmup=1) * big / small
         print(f"| {label}, N=40000: seconds | {ours:.2f} s | {ref:.2f} s | {ours / ref:.2f} |")
         print(f"| {label}, N=40000: instances/s | {big / ours:,.0f} | {big / ref:,.0f} | {ref / ours:.2f} |")
 

@@ -8,16 +8,12 @@ dropout, SDPA attention; a step is forward + backward + AdamW update. The two ar
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 
 import torch
+from common import median_time, print_table
 from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
 
-sys.path.insert(0, str(Path(__file__).parent))
-from common import median_time, print_table  # noqa: E402
-
-import hf_icl  # noqa: E402
+import hf_icl
 
 
 def build_pair(preset: str, vocab: int):

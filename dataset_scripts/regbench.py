@@ -6,7 +6,8 @@
 Writes ``<output>/<config>/<split>-00000-of-00001.parquet`` for every config and split, plus
 ``<output>/README.md``: YAML front matter whose ``configs:`` lists each config's data files, and the
 dataset card as prose. Afterwards ``datasets.load_dataset("<output>", "<config>")`` works offline.
-Pushing uses ``hf_icl.hub.push_folder`` (``HfApi.upload_folder``) and happens only with ``--push-to-hub``.
+The folder layout and the push are shared with the other exports (:mod:`hf_icl.hub.dataset_export`); pushing uses
+``hf_icl.hub.push_folder`` (``HfApi.upload_folder``) and happens only with ``--push-to-hub``.
 """
 
 from __future__ import annotations
@@ -15,12 +16,16 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-import yaml
-
-from hf_icl.hub import check_hub_reachable, push_folder
+from hf_icl.hub.dataset_export import (
+    SPLITS,
+    add_export_arguments,
+    front_matter,
+    render_readme,
+    run_export,
+    write_folder,
+)
 from hf_icl.tasks.regbench import CITATION, RegBenchBuilder, instance_statistics
 
-SPLITS = ("train", "validation", "test")
 CONFIGS = [c.name for c in RegBenchBuilder.BUILDER_CONFIGS]
 _RANGE_KEYS = ("states", "alphabet", "edges", "strings", "length")
 
@@ -111,20 +116,14 @@ def render_card(configs: dict, stats: dict, overrides: dict) -> str:
         The README text.
     """
     default = "n2500" if "n2500" in configs else next(iter(configs))
-    front = {
-        "pretty_name": "RegBench",
-        "license": "apache-2.0",
-        "task_categories": ["text-generation"],
-        "tags": ["in-context-learning", "formal-languages", "regular-languages", "synthetic"],
-        "configs": [
-            {
-                "config_name": name,
-                **({"default": True} if name == default else {}),
-                "data_files": [{"split": s, "path": f"{name}/{s}-00000-of-00001.parquet"} for s in SPLITS],
-            }
-            for name in configs
-        ],
-    }
+    front = front_matter(
+        configs,
+        default,
+        pretty_name="RegBench",
+        license="apache-2.0",
+        task_categories=["text-generation"],
+        tags=["in-context-learning", "formal-languages", "regular-languages", "synthetic"],
+    )
     stat_rows = "\n".join(
         f"| {c} | {s} | {v['instances']} | {v['mean_tokens']:.1f} | {v['mean_strings']:.2f} | "
         f"{v['mean_string_length']:.2f} | {v['mean_states']:.2f} | {100 * v['separator_share']:.2f}% |"
@@ -137,7 +136,7 @@ def render_card(configs: dict, stats: dict, overrides: dict) -> str:
         stats=stat_rows,
         citation=CITATION,
     )
-    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+    return render_readme(front, body)
 
 
 def export(output: Path, configs: list[str], overrides: dict, cache_dir: str | None = None) -> Path:
@@ -152,18 +151,14 @@ def export(output: Path, configs: list[str], overrides: dict, cache_dir: str | N
     Returns:
         The output folder.
     """
-    output.mkdir(parents=True, exist_ok=True)
-    used, stats = {}, {}
+    built, used, stats = {}, {}, {}
     for name in configs:
         builder = RegBenchBuilder(config_name=name, cache_dir=cache_dir, **overrides)
         builder.download_and_prepare()
-        dataset, used[name] = builder.as_dataset(), dataclasses.replace(builder.config)
+        built[name], used[name] = builder.as_dataset(), dataclasses.replace(builder.config)
         for split in SPLITS:
-            (output / name).mkdir(exist_ok=True)
-            dataset[split].to_parquet(str(output / name / f"{split}-00000-of-00001.parquet"))
-            stats[(name, split)] = instance_statistics(dataset[split])
-    (output / "README.md").write_text(render_card(used, stats, overrides), encoding="utf-8")
-    return output
+            stats[(name, split)] = instance_statistics(built[name][split])
+    return write_folder(output, built, render_card(used, stats, overrides))
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -176,15 +171,12 @@ def main(argv: list[str] | None = None) -> Path:
         The output folder.
     """
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", required=True, type=Path, help="destination folder")
+    add_export_arguments(parser)
     parser.add_argument("--configs", nargs="+", default=CONFIGS, choices=CONFIGS, metavar="CONFIG")
     parser.add_argument("--n-train", type=int, help="override n_train in every config")
     parser.add_argument("--n-test", type=int, help="override n_test in every config")
     parser.add_argument("--n-validation", type=int, help="override n_validation in every config")
     parser.add_argument("--seed", type=int, help="override the seed in every config")
-    parser.add_argument("--cache-dir", help="datasets cache directory")
-    parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this dataset repo")
-    parser.add_argument("--private", action="store_true", help="create the Hub repo as private")
     args = parser.parse_args(argv)
     overrides = {
         key: value
@@ -196,14 +188,7 @@ def main(argv: list[str] | None = None) -> Path:
         )
         if value is not None
     }
-    if args.push_to_hub:
-        check_hub_reachable()  # fail at once, before generating anything
-    folder = export(args.output, args.configs, overrides, args.cache_dir)
-    print(f"wrote {folder}")
-    if args.push_to_hub:
-        push_folder(folder, args.push_to_hub, repo_type="dataset", private=args.private)
-        print(f"pushed to https://huggingface.co/datasets/{args.push_to_hub}")
-    return folder
+    return run_export(args, lambda: export(args.output, args.configs, overrides, args.cache_dir))
 
 
 if __name__ == "__main__":

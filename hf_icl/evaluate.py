@@ -13,10 +13,9 @@ from pathlib import Path
 
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from .evaluation.regbench_eval import evaluate_regbench
+from .evaluation.length_sweep import plot_length_curve
+from .evaluation.task_evaluators import evaluate_task
 from .tasks import list_tasks, load_task
-
-EVALUATORS = {"regbench": evaluate_regbench}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -24,7 +23,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint", required=True, help="folder written by save_pretrained (with tokenizer)")
     parser.add_argument("--task", required=True, choices=list_tasks())
     parser.add_argument("--split", default="test", choices=["test", "validation", "train"])
-    parser.add_argument("--n-train", type=int, help="task config (default: the checkpoint's training run, else 2500)")
+    parser.add_argument(
+        "--n-train", type=int, help="task config (default: the checkpoint's training run, else the task's)"
+    )
     parser.add_argument("--task-seed", type=int, help="task seed (default: the checkpoint's training run, else 0)")
     parser.add_argument(
         "--task-option",
@@ -48,9 +49,9 @@ def task_config_of(config, args) -> dict:
     for item in args.task_option:
         key, _, value = item.partition("=")
         options[key] = json.loads(value)
-    n_train = args.n_train or (run.get("n_train") if same_task else None) or 2500
+    n_train = args.n_train or (run.get("n_train") if same_task else None)
     seed = args.task_seed if args.task_seed is not None else (run.get("task_seed", 0) if same_task else 0)
-    return {"n_train": n_train, "seed": seed, **options}
+    return {**({"n_train": n_train} if n_train else {}), "seed": seed, **options}
 
 
 def main(argv=None) -> dict:
@@ -65,10 +66,10 @@ def main(argv=None) -> dict:
     model = AutoModelForCausalLM.from_pretrained(checkpoint)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     task_config = task_config_of(model.config, args)
-    rows = load_task(args.task, **task_config)[args.split]
+    splits = load_task(args.task, **task_config)
     if args.max_rows:
-        rows = rows.select(range(min(args.max_rows, len(rows))))
-    results = EVALUATORS[args.task](model, tokenizer, rows, batch_size=args.batch_size)
+        splits[args.split] = splits[args.split].select(range(min(args.max_rows, len(splits[args.split]))))
+    results = evaluate_task(args.task, model, tokenizer, splits, args.split, batch_size=args.batch_size)
     metrics = {
         "task": args.task,
         "checkpoint": str(checkpoint),
@@ -79,6 +80,10 @@ def main(argv=None) -> dict:
     }
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
+    if "per_length" in results:
+        plot_length_curve(
+            results, output_dir / "length_generalization.png", f"{metrics['architecture']} on {args.task}"
+        )
     print(json.dumps({"model": results.get("model"), "output": str(output_dir / "metrics.json")}))
     return metrics
 

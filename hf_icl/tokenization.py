@@ -10,6 +10,7 @@ from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 from transformers import PreTrainedTokenizerFast
 
 REGBENCH_SYMBOLS = ["."] + [chr(ord("a") + i) for i in range(18)] + ["|"]
+FORMAL_LANGUAGE_SYMBOLS = [".", "0", "1", "2", "3", "4", "+", "-", "*", "?"]
 
 
 def char_tokenizer(symbols: list[str], pad_token: str, eos_token: str, bos_token: str | None = None):
@@ -40,3 +41,12 @@ def char_tokenizer(symbols: list[str], pad_token: str, eos_token: str, bos_token
 def regbench_tokenizer():
     """RegBench tokenizer with the reference ids: `.` (pad, also eos) = 0, a–r = 1–18, `|` = 19."""
     return char_tokenizer(REGBENCH_SYMBOLS, pad_token=".", eos_token=".")
+
+
+def formal_language_tokenizer():
+    """Regular-language suite tokenizer (P2 §5.1): `.` (pad, also eos) = 0, `0`–`4` = 1–5, `+ - *` = 6–8, `?` = 9.
+
+    Returns:
+        A `PreTrainedTokenizerFast` over :data:`FORMAL_LANGUAGE_SYMBOLS`.
+    """
+    return char_tokenizer(FORMAL_LANGUAGE_SYMBOLS, pad_token=".", eos_token=".")

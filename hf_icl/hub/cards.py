@@ -5,7 +5,21 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..evaluation.tables import markdown_table
+
 TEMPLATE_DIR = Path(__file__).parent / "model_cards"
+METRIC_NOTES = {
+    "regbench": "Accuracy: share of positions whose argmax continuation is allowed by the true automaton. TVD: "
+    "total variation distance between the predicted and the true next-token distribution, averaged over positions.",
+    "length_generalization": "Accuracy of the answer read at the query position, averaged over the test lengths "
+    "(all longer than any training input); `accuracy_in_train_range` averages the training lengths.",
+}
+
+
+def metric_names(metrics: dict) -> list[str]:
+    """Metric names for the card's YAML front matter, in table order."""
+    rows = [metrics.get("model", {}), *metrics.get("baselines", {}).values()]
+    return list(dict.fromkeys(key for row in rows for key in row))
 
 
 def render_model_card(
@@ -15,17 +29,13 @@ def render_model_card(
 
     Args:
         model: the trained `PreTrainedModel` (its config gives architecture, preset and model type).
-        metrics: `{"model": {...}, "baselines": {...}}` test metrics.
+        metrics: an evaluator's test results (`{"model": {...}, "baselines": {...}, ...}`).
         training_arguments: the run's arguments (recorded verbatim).
         repo_id: Hub repo id used in the usage snippet (defaults to a local path placeholder).
         example_prompt: a prompt for the usage snippet.
     """
     template = (TEMPLATE_DIR / "model_card.md").read_text()
-    rows = []
-    if "model" in metrics:
-        rows.append(("this model", metrics["model"]))
-    rows += list(metrics.get("baselines", {}).items())
-    table = "\n".join(f"| {name} | {m['accuracy']:.4f} | {m['tvd']:.4f} |" for name, m in rows)
+    table = "\n".join(markdown_table(metrics, model_name="this model"))
     task = training_arguments.get("task", "regbench")
     config = model.config
     return template.format(
@@ -38,6 +48,8 @@ def render_model_card(
         dataset=f"hf_icl/{task}",
         task_config=f"N={training_arguments.get('n_train')}, seed={training_arguments.get('task_seed')}",
         metrics_table=table,
+        metric_names="\n".join(f"- {name}" for name in metric_names(metrics)),
+        metric_notes=METRIC_NOTES.get(task, METRIC_NOTES["length_generalization"] if "per_length" in metrics else ""),
         training_arguments=json.dumps(training_arguments, indent=2, sort_keys=True, default=str),
         repo_id=repo_id or "path/to/checkpoint",
         example_prompt=example_prompt,

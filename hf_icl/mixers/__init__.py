@@ -6,9 +6,11 @@ and `state_size() -> int | None` (bytes of recurrent state per sequence; `None` 
 """
 
 from .attention import CausalSelfAttention
+from .dilated_attention import SlidingDilatedAttention
 
 MIXERS = {
     "attention": CausalSelfAttention,
+    "dilated_attention": SlidingDilatedAttention,
 }
 
-__all__ = ["MIXERS", "CausalSelfAttention"]
+__all__ = ["MIXERS", "CausalSelfAttention", "SlidingDilatedAttention"]

@@ -1,6 +1,9 @@
-"""Causal multi-head softmax attention (Vaswani et al., 2017; paper 1, Appendix A.3).
+"""Causal multi-head softmax attention (Vaswani et al., 2017; paper 1, Appendix A.3; paper 4, §2.2).
 
-    A = softmax(Q Kᵀ / √d_h + M) V,   M_ij = 0 if j ≤ i and key j is not padding, else −∞
+    A = softmax(Q Kᵀ / √d_h + M) V,   M_ij = b_h(i − j) if j ≤ i and key j is not padding, else −∞
+
+with the relative scheme of `config.position_embedding` (see `positions.py`): RoPE rotates Q and K, ALiBi sets
+b_h(d) = −m_h·d, Hard-ALiBi masks head h < M beyond distance h; learned/NoPE leave b = 0.
 
 Parallel form: one call to the `transformers` attention interface (`eager` below, or `sdpa`, selected by
 `config._attn_implementation`). Recurrent form: the cache keeps every key and value, so a decoding step attends
@@ -13,12 +16,16 @@ import torch
 from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
+from .positions import MASKED_SCHEMES, relative_position_mask, rope_rotate
+
 
 def eager_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
-    """Reference attention: explicit scores and softmax. Masks are boolean (True = may attend)."""
+    """Reference attention: explicit scores and softmax. Boolean masks (True = may attend) or additive floats."""
     scores = torch.matmul(query, key.transpose(-1, -2)) * scaling  # (B, H, T, S)
-    if attention_mask is not None:
+    if attention_mask is not None and attention_mask.dtype == torch.bool:
         scores = scores.masked_fill(~attention_mask, torch.finfo(scores.dtype).min)
+    elif attention_mask is not None:
+        scores = scores + attention_mask  # additive float mask (e.g. ALiBi)
     elif query.shape[2] > 1:
         causal = torch.ones(query.shape[2], key.shape[2], dtype=torch.bool, device=query.device)
         scores = scores.masked_fill(~causal.tril(key.shape[2] - query.shape[2]), torch.finfo(scores.dtype).min)
@@ -69,16 +76,23 @@ class CausalSelfAttention(nn.Module):
         batch, length, width = hidden_states.shape
         qkv = self.qkv_proj(hidden_states).view(batch, length, 3, self.num_heads, self.head_dim)
         query, key, value = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
-        if cache is not None:
-            state = cache.layer_state(self.layer_idx)
-            if state.get("key") is not None:
+        state = cache.layer_state(self.layer_idx) if cache is not None else None
+        past = state.get("key").shape[2] if state is not None and state.get("key") is not None else 0
+        scheme = self.config.position_embedding
+        if scheme == "rope":
+            query, key = rope_rotate(query, key, past, self.config.rope_theta)
+        if state is not None:
+            if past:
                 key = torch.cat([state.get("key"), key], dim=2)  # (B, H, S, D)
                 value = torch.cat([state.get("value"), value], dim=2)
             state.set("key", key)
             state.set("value", value)
         mask = None
-        if attention_mask is not None or (length > 1 and key.shape[2] > length):
+        if attention_mask is not None or (length > 1 and key.shape[2] > length) or scheme in MASKED_SCHEMES:
             mask = causal_padding_mask(attention_mask, length, key.shape[2], hidden_states.device)
+            mask = relative_position_mask(
+                scheme, mask, self.num_heads, self.config.num_masked_heads, hidden_states.dtype
+            )
         attend = eager_attention_forward
         if self.config._attn_implementation not in (None, "eager"):
             attend = ALL_ATTENTION_FUNCTIONS[self.config._attn_implementation]

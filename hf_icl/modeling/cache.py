@@ -86,9 +86,28 @@ class ICLCache(Cache):
     def __init__(self, num_layers: int):
         super().__init__(layers=[MixerState() for _ in range(num_layers)])
         self.seen_tokens = 0
+        self.model_state = MixerState()  # model-level tensors (e.g. RegularGPT's top hidden states)
 
     def layer_state(self, layer_idx: int) -> MixerState:
+        """The state of layer (or layer application) `layer_idx`; slots are added on first use."""
+        while len(self.layers) <= layer_idx:
+            self.layers.append(MixerState())
         return self.layers[layer_idx]
+
+    def _all_states(self):
+        return [*self.layers, self.model_state]
+
+    def reorder_cache(self, beam_idx: torch.LongTensor) -> None:
+        for state in self._all_states():
+            state.reorder_cache(beam_idx)
+
+    def batch_select_indices(self, indices: torch.Tensor) -> None:
+        for state in self._all_states():
+            state.batch_select_indices(indices)
+
+    def batch_repeat_interleave(self, repeats: int) -> None:
+        for state in self._all_states():
+            state.batch_repeat_interleave(repeats)
 
     def get_seq_length(self, layer_idx: int = 0) -> int:
         return self.seen_tokens
@@ -102,9 +121,10 @@ class ICLCache(Cache):
 
     def reset(self) -> None:
         super().reset()
+        self.model_state.reset()
         self.seen_tokens = 0
 
     def nbytes_per_sequence(self) -> int:
         """Bytes of state held per sequence (all layers), for the state-size analyses."""
         batch = max(self.layers[0].batch_size, 1) if self.layers else 1
-        return sum(layer.nbytes() for layer in self.layers) // batch
+        return sum(state.nbytes() for state in self._all_states()) // batch

@@ -14,7 +14,7 @@ from ..mixers import MIXERS
 
 FFN_TYPES = ("mlp", "glu", "none")
 NORM_TYPES = ("layernorm", "rmsnorm")
-POSITION_EMBEDDINGS = ("learned", "nope")
+POSITION_EMBEDDINGS = ("learned", "rope", "alibi", "hard_alibi", "nope")
 
 
 def check_choice(field: str, value, allowed) -> None:
@@ -33,7 +33,10 @@ class ICLConfig(PreTrainedConfig):
         num_attention_heads (`int`): heads of attention-like mixers.
         intermediate_size (`int`, *optional*): FFN hidden width; defaults to `4 * hidden_size`.
         max_position_embeddings (`int`): longest input the learned positions cover.
-        position_embedding (`str`): one of `POSITION_EMBEDDINGS`.
+        position_embedding (`str`): one of `POSITION_EMBEDDINGS` (learned is absolute; the others extrapolate).
+        rope_theta (`float`): RoPE base.
+        num_masked_heads (`int`): Hard-ALiBi M: head h < M sees keys at distance 0..h, the rest are NoPE.
+        chunk_size (`int`): C of sliding-dilated attention (RegularGPT): C keys per query, dilation C^l.
         mixer (`str`): token mixer used by every layer unless `mixer_types` is given.
         mixer_types (`list[str]`, *optional*): per-layer token mixers (length `num_hidden_layers`).
         ffn (`str`): feed-forward net after each mixer: `mlp`, `glu` or `none`.
@@ -57,6 +60,9 @@ class ICLConfig(PreTrainedConfig):
     intermediate_size: int | None = None
     max_position_embeddings: int = 1024
     position_embedding: str = "learned"
+    rope_theta: float = 10000.0
+    num_masked_heads: int = 0
+    chunk_size: int = 2
     mixer: str = "attention"
     mixer_types: list[str] | None = None
     ffn: str = "mlp"
@@ -94,10 +100,19 @@ class ICLConfig(PreTrainedConfig):
             raise ValueError(
                 f"mixer_types has {len(self.mixer_types)} entries but num_hidden_layers={self.num_hidden_layers}"
             )
+        if not 0 <= self.num_masked_heads <= self.num_attention_heads:
+            raise ValueError(
+                f"num_masked_heads={self.num_masked_heads} must be in [0, {self.num_attention_heads}] "
+                "(0..num_attention_heads)"
+            )
+        if self.position_embedding == "hard_alibi" and self.num_masked_heads == 0:
+            raise ValueError("position_embedding='hard_alibi' needs num_masked_heads ≥ 1 (heads with a hard window)")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"hidden_size={self.hidden_size} must be divisible by num_attention_heads={self.num_attention_heads}"
             )
+        if self.chunk_size < 2:
+            raise ValueError(f"chunk_size={self.chunk_size} must be ≥ 2")
         for field in ("vocab_size", "hidden_size", "num_hidden_layers", "max_position_embeddings"):
             if getattr(self, field) < 1:
                 raise ValueError(f"{field}={getattr(self, field)} must be a positive integer")

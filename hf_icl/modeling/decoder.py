@@ -94,6 +94,20 @@ class ICLModel(ICLPreTrainedModel):
             return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]  # (B, T)
         return torch.arange(past_length, past_length + length, device=device)[None]  # (1, T)
 
+    def run_layers(self, hidden_states, attention_mask, cache, input_ids, position_ids, all_hidden_states=None):
+        """Apply the blocks in order (architectures with another schedule, e.g. adaptive depth, override this)."""
+        for layer in self.layers:
+            hidden_states = layer(
+                hidden_states,
+                attention_mask=attention_mask,
+                cache=cache,
+                input_ids=input_ids,
+                position_ids=position_ids,
+            )
+            if all_hidden_states is not None:
+                all_hidden_states.append(hidden_states)
+        return hidden_states
+
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
@@ -136,22 +150,17 @@ class ICLModel(ICLPreTrainedModel):
             hidden_states = hidden_states + self.embed_positions(position_ids)
         hidden_states = self.dropout(hidden_states)
 
-        all_hidden_states = (hidden_states,) if output_hidden_states else None
-        for layer in self.layers:
-            hidden_states = layer(
-                hidden_states,
-                attention_mask=attention_mask,
-                cache=cache,
-                input_ids=input_ids,
-                position_ids=position_ids,
-            )
-            if output_hidden_states:
-                all_hidden_states += (hidden_states,)
+        all_hidden_states = [hidden_states] if output_hidden_states else None
+        hidden_states = self.run_layers(
+            hidden_states, attention_mask, cache, input_ids, position_ids, all_hidden_states
+        )
         hidden_states = self.norm(hidden_states)
         if cache is not None:
             cache.advance(length)
         return BaseModelOutputWithPast(
-            last_hidden_state=hidden_states, past_key_values=cache, hidden_states=all_hidden_states
+            last_hidden_state=hidden_states,
+            past_key_values=cache,
+            hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
         )
 
 

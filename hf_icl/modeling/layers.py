@@ -69,13 +69,16 @@ class DecoderBlock(nn.Module):
         self.ffn = FFNS[config.ffn](config) if config.ffn != "none" else None
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(
+        self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **mixer_kwargs
+    ):
         mixed = self.mixer(
             self.mixer_norm(hidden_states),
             attention_mask=attention_mask,
             cache=cache,
             input_ids=input_ids,
             position_ids=position_ids,
+            **mixer_kwargs,
         )
         hidden_states = hidden_states + self.dropout(mixed)
         if self.ffn is not None:

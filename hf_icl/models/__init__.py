@@ -10,10 +10,12 @@ from dataclasses import fields
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from ..modeling.configuration import ICLConfig, check_choice
+from .regular_gpt import ICLRegularGPTConfig, ICLRegularGPTForCausalLM, ICLRegularGPTModel
 from .transformer import ICLTransformerConfig, ICLTransformerForCausalLM, ICLTransformerModel
 
 ARCHITECTURES = {
     "transformer": (ICLTransformerConfig, ICLTransformerModel, ICLTransformerForCausalLM),
+    "regular_gpt": (ICLRegularGPTConfig, ICLRegularGPTModel, ICLRegularGPTForCausalLM),
 }
 
 

@@ -2,7 +2,9 @@
 
 Dataset scripts are gone in datasets >= 4, so builders are instantiated from the package:
 ``builder = Builder(config_name=..., **overrides); builder.download_and_prepare(); builder.as_dataset()``.
-:func:`load_task` wraps exactly that.
+:func:`load_task` wraps exactly that. A task name maps to a builder class and either one fixed config (each
+regular language is a config of :class:`RegularLanguageBuilder`) or ``None``, meaning ``config_name`` picks one
+of the builder's configs (RegBench).
 """
 
 from __future__ import annotations
@@ -11,11 +13,18 @@ import datasets
 
 from .regbench import CONFIG_FIELDS as _REGBENCH_FIELDS
 from .regbench import RegBenchBuilder
+from .regular_languages import LANGUAGES, RegularLanguageBuilder, task_fields
 
-TASKS: dict[str, type[datasets.GeneratorBasedBuilder]] = {"regbench": RegBenchBuilder}
-"""Task name -> builder class."""
+TASKS: dict[str, tuple[type[datasets.GeneratorBasedBuilder], str | None]] = {
+    "regbench": (RegBenchBuilder, None),
+    **{language: (RegularLanguageBuilder, language) for language in LANGUAGES},
+}
+"""Task name -> (builder class, fixed config name or ``None`` for a free choice of config)."""
 
-_OVERRIDES: dict[str, tuple[str, ...]] = {"regbench": _REGBENCH_FIELDS}
+_OVERRIDES: dict[str, tuple[str, ...]] = {
+    "regbench": _REGBENCH_FIELDS,
+    **{language: task_fields(language) for language in LANGUAGES},
+}
 
 
 def list_tasks() -> list[str]:
@@ -25,6 +34,17 @@ def list_tasks() -> list[str]:
         Sorted list of task names.
     """
     return sorted(TASKS)
+
+
+def task_family(name: str) -> str:
+    """`regbench` or `formal_language`: decides the tokenizer, label masking and evaluator of a task.
+
+    Args:
+        name: task name, one of :func:`list_tasks`.
+    """
+    if name not in TASKS:
+        raise ValueError(f"task={name!r} is not one of: {', '.join(list_tasks())}")
+    return "regbench" if TASKS[name][0] is RegBenchBuilder else "formal_language"
 
 
 def task_option_fields(name: str) -> tuple[str, ...]:
@@ -44,7 +64,8 @@ def load_task(name: str, cache_dir: str | None = None, config_name: str | None =
     Args:
         name: task name, one of :func:`list_tasks`.
         cache_dir: ``datasets`` cache directory (default: the ``datasets`` default).
-        config_name: named builder config (default: the builder's ``DEFAULT_CONFIG_NAME``).
+        config_name: named builder config (default: the task's fixed config, else the builder's
+            ``DEFAULT_CONFIG_NAME``).
         **overrides: config field overrides, e.g. ``n_train=2500, seed=0``.
 
     Returns:
@@ -55,13 +76,13 @@ def load_task(name: str, cache_dir: str | None = None, config_name: str | None =
     """
     if name not in TASKS:
         raise ValueError(f"task={name!r} is not one of: {', '.join(list_tasks())}")
-    builder_cls = TASKS[name]
+    builder_cls, fixed_config = TASKS[name]
     allowed = _OVERRIDES[name]
     for key in overrides:
         if key not in allowed:
             raise ValueError(f"override {key!r} is not a field of task {name!r}; allowed: {', '.join(allowed)}")
-    configs = [c.name for c in builder_cls.BUILDER_CONFIGS]
-    config_name = config_name or builder_cls.DEFAULT_CONFIG_NAME
+    configs = [fixed_config] if fixed_config else [c.name for c in builder_cls.BUILDER_CONFIGS]
+    config_name = config_name or fixed_config or builder_cls.DEFAULT_CONFIG_NAME
     if config_name not in configs:
         raise ValueError(f"config_name={config_name!r} is not one of: {', '.join(configs)}")
     builder = builder_cls(config_name=config_name, cache_dir=cache_dir, **overrides)

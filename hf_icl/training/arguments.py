@@ -25,7 +25,7 @@ class RunArguments:
 
     architecture: str = "transformer"
     task: str = "regbench"
-    n_train: int = 2500
+    n_train: int | None = None
     task_seed: int = 0
     preset: str = "small"
     overrides: dict = field(default_factory=dict)
@@ -57,7 +57,8 @@ class RunArguments:
     def resolved_output_dir(self) -> Path:
         if self.output_dir:
             return Path(self.output_dir)
-        return Path("outputs") / f"{self.task}-n{self.n_train}-{self.architecture}-{self.preset}-s{self.seed}"
+        size = f"-n{self.n_train or 2500}" if self.task == "regbench" else (f"-n{self.n_train}" if self.n_train else "")
+        return Path("outputs") / f"{self.task}{size}-{self.architecture}-{self.preset}-s{self.seed}"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -79,11 +80,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train an hf_icl architecture on an ICL task with Accelerate, then evaluate it.",
         allow_abbrev=False,
     )
-    defaults = RunArguments()
     parser.add_argument("--config", help="YAML file of RunArguments fields; command-line flags override it")
     parser.add_argument("--architecture", choices=list_architectures(), help="architecture name")
     parser.add_argument("--task", choices=list_tasks(), help="task name")
-    parser.add_argument("--n-train", type=int, help=f"training instances (default {defaults.n_train})")
+    parser.add_argument("--n-train", type=int, help="training instances (default: the task's; 2500 for regbench)")
     parser.add_argument("--task-seed", type=int, help="seed of the task generator")
     parser.add_argument("--preset", help="size preset of the architecture (tiny, small, base, ...)")
     parser.add_argument(
@@ -166,7 +166,7 @@ def validate(args: RunArguments) -> None:
     check_choice("report_to", args.report_to, REPORT_TO)
     check_choice("preset", args.preset, sorted(ARCHITECTURES[args.architecture][0].PRESETS))
     for name in ("n_train", "batch_size", "checkpoint_every", "eval_batch_size", "log_every"):
-        if getattr(args, name) < 1:
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ValueError(f"{name}={getattr(args, name)} must be ≥ 1")
     if args.epochs <= 0 and not args.max_steps:
         raise ValueError(f"epochs={args.epochs} must be > 0")

@@ -9,9 +9,9 @@ import torch
 from torch.utils.data import Sampler
 from transformers.trainer_pt_utils import get_length_grouped_indices
 
-from ..evaluation.regbench_eval import evaluate_regbench
-from ..tasks import load_task
-from ..tokenization import regbench_tokenizer
+from ..tasks import load_task, task_family
+from ..tasks.regular_languages import causal_lm_example
+from ..tokenization import formal_language_tokenizer, regbench_tokenizer
 
 
 @dataclass
@@ -22,14 +22,12 @@ class TaskBundle:
         tokenizer: saved with every checkpoint.
         train: tokenized training split with `input_ids` and `labels`.
         splits: the raw splits (for evaluation).
-        evaluate: `evaluate(model, split_name) -> dict` scoring the model (and baselines) on a raw split.
         description: run-config facts to record (e.g. whether `|` labels were trained).
     """
 
     tokenizer: object
     train: object
     splits: object
-    evaluate: Callable
     description: dict
 
 
@@ -86,7 +84,8 @@ def pad_collate(pad_id: int) -> Callable:
 
 def regbench_bundle(args) -> TaskBundle:
     tokenizer = regbench_tokenizer()
-    splits = load_task("regbench", n_train=args.n_train, seed=args.task_seed, **args.task_options)
+    n_train = args.n_train or 2500
+    splits = load_task("regbench", n_train=n_train, seed=args.task_seed, **args.task_options)
     delimiter = tokenizer.convert_tokens_to_ids("|")
 
     def encode(batch):
@@ -96,14 +95,33 @@ def regbench_bundle(args) -> TaskBundle:
         return {"input_ids": ids, "labels": [[-100 if t == delimiter else t for t in seq] for seq in ids]}
 
     train = splits["train"].map(encode, batched=True, remove_columns=splits["train"].column_names)
-
-    def evaluate(model, split="test"):
-        return evaluate_regbench(
-            model, tokenizer, splits[split], batch_size=args.eval_batch_size, baseline_orders=args.baseline_orders
-        )
-
-    description = {"train_on_delimiter": args.train_on_delimiter, "n_train": args.n_train}
-    return TaskBundle(tokenizer, train, splits, evaluate, description)
+    description = {"train_on_delimiter": args.train_on_delimiter, "n_train": n_train}
+    return TaskBundle(tokenizer, train, splits, description)
 
 
-TASK_BUNDLES = {"regbench": regbench_bundle}
+def formal_language_bundle(args) -> TaskBundle:
+    """`input ? answer` sequences; the loss covers the answer token only (P2 §5.1)."""
+    tokenizer = formal_language_tokenizer()
+    options = dict(args.task_options)
+    if args.n_train:
+        options["n_train"] = args.n_train
+    splits = load_task(args.task, seed=args.task_seed, **options)
+
+    def encode(batch):
+        texts = [causal_lm_example(dict(input=i, answer=a))[0] for i, a in zip(batch["input"], batch["answer"])]
+        ids = tokenizer(texts)["input_ids"]
+        return {"input_ids": ids, "labels": [[-100] * (len(seq) - 1) + [seq[-1]] for seq in ids]}
+
+    train = splits["train"].map(encode, batched=True, remove_columns=splits["train"].column_names)
+    description = {
+        "n_train": len(splits["train"]),
+        "train_lengths": f"{min(splits['train']['length'])}-{max(splits['train']['length'])}",
+        "test_lengths": f"{min(splits['test']['length'])}-{max(splits['test']['length'])}",
+        "format": "input ? answer (loss on the answer only; accuracy = argmax at the query position)",
+    }
+    return TaskBundle(tokenizer, train, splits, description)
+
+
+def task_bundle(args) -> TaskBundle:
+    """The training bundle of `args.task`."""
+    return {"regbench": regbench_bundle, "formal_language": formal_language_bundle}[task_family(args.task)](args)

@@ -15,10 +15,11 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import AutoModelForCausalLM
 
+from ..evaluation.task_evaluators import evaluate_task
 from ..models import config_for
 from .arguments import RunArguments
 from .checkpoints import load_trainer_state, prepare_output_dir, save_checkpoint, write_folder_atomic
-from .data import TASK_BUNDLES, LengthGroupedEpochSampler, pad_collate
+from .data import LengthGroupedEpochSampler, pad_collate, task_bundle
 from .report import write_reports
 
 KILL_AT_STEP_ENV = "HF_ICL_TEST_KILL_AT_STEP"  # test hook: hard-exit after this step, as a SIGKILL would
@@ -86,7 +87,7 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
         torch.set_num_threads(len(os.sched_getaffinity(0)))
 
     with accelerator.main_process_first():
-        bundle = TASK_BUNDLES[args.task](args)
+        bundle = task_bundle(args)
     config = config_for(args.architecture, args.preset, vocab_size=len(bundle.tokenizer), **args.overrides)
     config.pad_token_id = config.eos_token_id = bundle.tokenizer.pad_token_id
     model = AutoModelForCausalLM.from_config(config)
@@ -170,7 +171,7 @@ def finish_run(args, bundle, model, state, total_steps, steps_per_epoch, checksu
     """Evaluate on the test split, write the checkpoint folder, reports and model card; push if asked."""
     from ..hub import push_folder, render_model_card
 
-    test = bundle.evaluate(model, "test")
+    test = evaluate_task(args.task, model, bundle.tokenizer, bundle.splits, "test", args.eval_batch_size)
     metrics = {
         "task": args.task,
         "architecture": args.architecture,
@@ -184,13 +185,14 @@ def finish_run(args, bundle, model, state, total_steps, steps_per_epoch, checksu
             "wall_time_s": state["wall_time_s"],
             "history": state["history"],
         },
+        "task_facts": bundle.description,
         "weights_checksum_per_process": checksums,
         "run_config": {**args.to_dict(), **bundle.description},
     }
 
     model.config.hf_icl_run = {
         "task": args.task,
-        "n_train": args.n_train,
+        "n_train": bundle.description["n_train"],
         "task_seed": args.task_seed,
         "task_options": args.task_options,
     }

@@ -9,16 +9,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..evaluation.length_sweep import draw_length_curve  # noqa: E402
+from ..evaluation.tables import markdown_table, metric_rows  # noqa: E402
 from .checkpoints import write_json_atomic  # noqa: E402
-
-
-def metric_rows(test: dict) -> list[tuple[str, float, float]]:
-    """(name, accuracy, tvd) for the model and each baseline, model first."""
-    rows = []
-    if "model" in test:
-        rows.append(("model", test["model"]["accuracy"], test["model"]["tvd"]))
-    rows += [(name, m["accuracy"], m["tvd"]) for name, m in test.get("baselines", {}).items()]
-    return rows
 
 
 def write_summary(path: Path, metrics: dict) -> None:
@@ -29,28 +22,32 @@ def write_summary(path: Path, metrics: dict) -> None:
         f"- parameters: {metrics['num_parameters']:,}",
         f"- steps: {metrics['train']['steps']} ({metrics['train']['epochs']:.2f} epochs), "
         f"wall time {metrics['train']['wall_time_s']:.0f} s, final loss {metrics['train']['final_loss']:.4f}",
-        f"- trained on `|` labels: {run['train_on_delimiter']}",
+        *[f"- {key}: {value}" for key, value in metrics.get("task_facts", {}).items()],
         "",
-        "| predictor | test accuracy | test TVD |",
-        "|---|---|---|",
+        *markdown_table(metrics["test"]),
     ]
-    lines += [f"| {name} | {acc:.4f} | {tvd:.4f} |" for name, acc, tvd in metric_rows(metrics["test"])]
     path.write_text("\n".join(lines) + "\n")
 
 
 def plot_run(path: Path, metrics: dict) -> None:
-    """Training loss curve beside the test accuracy/TVD of the model and the baselines."""
-    fig, (ax_loss, ax_bars) = plt.subplots(1, 2, figsize=(11, 4))
+    """Training loss curve beside the test results: accuracy by length, or metric bars per predictor."""
+    fig, (ax_loss, ax_test) = plt.subplots(1, 2, figsize=(11, 4))
     history = metrics["train"]["history"]
     ax_loss.plot([h["step"] for h in history], [h["loss"] for h in history])
     ax_loss.set(xlabel="optimiser step", ylabel="training loss", title="training loss")
-    rows = metric_rows(metrics["test"])
-    x = range(len(rows))
-    ax_bars.bar([i - 0.2 for i in x], [r[1] for r in rows], width=0.4, label="accuracy")
-    ax_bars.bar([i + 0.2 for i in x], [r[2] for r in rows], width=0.4, label="TVD")
-    ax_bars.set_xticks(list(x), [r[0] for r in rows], rotation=30, ha="right")
-    ax_bars.set(title="test set", ylim=(0, 1))
-    ax_bars.legend()
+    test = metrics["test"]
+    if "per_length" in test:
+        draw_length_curve(ax_test, test, "test accuracy by length")
+    else:
+        rows = metric_rows(test)
+        columns = list(dict.fromkeys(key for _, m in rows for key in m))
+        width = 0.8 / max(len(columns), 1)
+        for i, column in enumerate(columns):
+            xs = [j + (i - (len(columns) - 1) / 2) * width for j in range(len(rows))]
+            ax_test.bar(xs, [m.get(column, 0.0) for _, m in rows], width=width, label=column)
+        ax_test.set_xticks(range(len(rows)), [name for name, _ in rows], rotation=30, ha="right")
+        ax_test.set(title="test set", ylim=(0, 1))
+        ax_test.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

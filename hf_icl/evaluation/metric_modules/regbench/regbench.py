@@ -46,8 +46,8 @@ class RegBench(evaluate.Metric):
             inputs_description=_KWARGS_DESCRIPTION,
             features=datasets.Features(
                 {
-                    "predictions": datasets.Sequence(datasets.Sequence(datasets.Value("float32"))),
-                    "references": datasets.Sequence(datasets.Sequence(datasets.Value("float32"))),
+                    "predictions": datasets.Sequence(datasets.Sequence(datasets.Value("float64"))),
+                    "references": datasets.Sequence(datasets.Sequence(datasets.Value("float64"))),
                 }
             ),
         )

@@ -1,0 +1,31 @@
+"""One entry point scoring a model on any task's split, used by `train.py` and `python -m hf_icl.evaluate`."""
+
+from __future__ import annotations
+
+from ..tasks import task_family
+from .length_sweep import length_sweep
+from .regbench_eval import evaluate_regbench
+
+
+def evaluate_task(task: str, model, tokenizer, splits, split: str = "test", batch_size: int = 64) -> dict:
+    """Score `model` (and the task's classical baselines, if any) on `splits[split]`.
+
+    Args:
+        task: task name (see `hf_icl.list_tasks()`).
+        model: a causal LM.
+        tokenizer: the task tokenizer saved with the model.
+        splits: the task's `DatasetDict` (the training split gives the longest training length).
+        split: which split to score.
+        batch_size: sequences per forward pass.
+
+    Returns:
+        The evaluator's results: `{"model": {...}, ...}` plus `baselines` (RegBench) or `per_length`
+        (formal languages).
+    """
+    family = task_family(task)
+    if family == "regbench":
+        return evaluate_regbench(model, tokenizer, splits[split], batch_size=batch_size)
+    if family == "formal_language":
+        train_max_length = max(splits["train"]["length"])
+        return length_sweep(model, tokenizer, splits[split], train_max_length, batch_size=batch_size)
+    raise ValueError(f"task={task!r} has no evaluator (family {family!r})")

@@ -1,0 +1,124 @@
+"""Hub-layout dataset folders shared by every ``dataset_scripts/<task>.py`` (DESIGN §2.2).
+
+A folder holds ``<config>/<split>-00000-of-00001.parquet`` for every config and split, and a ``README.md`` whose
+YAML front matter lists each config's data files and whose prose is the dataset card. Afterwards
+``datasets.load_dataset("<folder>", "<config>")`` works offline. The network is touched only by the optional push.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+import yaml
+
+from .push import check_hub_reachable, push_folder
+
+SPLITS = ("train", "validation", "test")
+
+
+def data_file(config: str, split: str) -> str:
+    """Path of one config's split inside the folder.
+
+    Args:
+        config: config name.
+        split: split name.
+
+    Returns:
+        ``"<config>/<split>-00000-of-00001.parquet"``.
+    """
+    return f"{config}/{split}-00000-of-00001.parquet"
+
+
+def front_matter(configs: Iterable[str], default: str | None = None, splits=SPLITS, **metadata) -> dict:
+    """YAML front matter of the card: ``metadata`` first, then ``configs:`` with every config's data files.
+
+    Args:
+        configs: config names, in the order to list them.
+        default: config marked ``default: true`` (none if ``None``).
+        splits: split names every config has.
+        **metadata: other card fields (``pretty_name``, ``license``, ``tags``, ...).
+
+    Returns:
+        The front matter as a dict.
+    """
+    return {
+        **metadata,
+        "configs": [
+            {
+                "config_name": name,
+                **({"default": True} if name == default else {}),
+                "data_files": [{"split": s, "path": data_file(name, s)} for s in splits],
+            }
+            for name in configs
+        ],
+    }
+
+
+def render_readme(front: dict, body: str) -> str:
+    """Joins the YAML front matter and the card's Markdown body.
+
+    Args:
+        front: output of :func:`front_matter`.
+        body: the card's prose.
+
+    Returns:
+        The README text.
+    """
+    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+
+
+def write_folder(output: Path, datasets_by_config: Mapping, readme: str, splits=SPLITS) -> Path:
+    """Writes every config's splits as parquet, then the README.
+
+    Args:
+        output: destination folder (created).
+        datasets_by_config: config name -> ``DatasetDict`` holding at least ``splits``.
+        readme: output of :func:`render_readme`.
+        splits: split names to write.
+
+    Returns:
+        The output folder.
+    """
+    output.mkdir(parents=True, exist_ok=True)
+    for name, dataset in datasets_by_config.items():
+        (output / name).mkdir(exist_ok=True)
+        for split in splits:
+            dataset[split].to_parquet(str(output / data_file(name, split)))
+    (output / "README.md").write_text(readme, encoding="utf-8")
+    return output
+
+
+def add_export_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds ``--output``, ``--cache-dir``, ``--push-to-hub`` and ``--private`` to an export script's parser.
+
+    Args:
+        parser: the script's parser.
+    """
+    parser.add_argument("--output", required=True, type=Path, help="destination folder")
+    parser.add_argument("--cache-dir", help="datasets cache directory")
+    parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this dataset repo")
+    parser.add_argument("--private", action="store_true", help="create the Hub repo as private")
+
+
+def run_export(args: argparse.Namespace, export: Callable[[], Path]) -> Path:
+    """Runs ``export`` and pushes its folder when ``--push-to-hub`` is given.
+
+    Reachability is checked first, so a push that cannot happen fails before anything is generated.
+
+    Args:
+        args: parsed arguments including those of :func:`add_export_arguments`.
+        export: generates and writes the folder, returning it.
+
+    Returns:
+        The output folder.
+    """
+    if args.push_to_hub:
+        check_hub_reachable()
+    folder = export()
+    print(f"wrote {folder}")
+    if args.push_to_hub:
+        push_folder(folder, args.push_to_hub, repo_type="dataset", private=args.private)
+        print(f"pushed to https://huggingface.co/datasets/{args.push_to_hub}")
+    return folder

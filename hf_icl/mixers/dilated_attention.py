@@ -1,0 +1,83 @@
+"""Sliding-dilated attention of RegularGPT (paper 2, §3.1, eq. (1)).
+
+At depth l with chunk size C, query m attends to the C keys n = m − j·C^l, j ∈ {0, …, C−1}:
+
+    M^(l)_mn = r_j  if (m − n) / C^l = j ∈ [C],  −∞ otherwise,
+
+with a learned scalar r_j per offset and per head. The implementation is sparse: keys and values are gathered at
+the C offsets, so a layer costs O(T·C·d) instead of O(T²·d). Depth and weight sharing (§3.2) live in the model:
+it applies the same K blocks at depths l = 0 … ⌈log_C T⌉ − 1 and passes `dilation = C^l` and the cache slot of
+each application. Decoding keeps every application's keys and values, so a new token gathers its C keys per
+application from the cache: O(C·d) per application, O(C·d·K·log T) per token.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+def dilated_key_indices(query_len: int, key_len: int, chunk_size: int, dilation: int, device):
+    """Key index of every (query, offset) pair and whether it exists: two (T, C) tensors."""
+    queries = torch.arange(key_len - query_len, key_len, device=device)[:, None]  # absolute query indices
+    keys = queries - torch.arange(chunk_size, device=device)[None, :] * dilation  # (T, C)
+    return keys.clamp(min=0), keys >= 0
+
+
+class SlidingDilatedAttention(nn.Module):
+    """Multi-head sliding-dilated attention with per-head offset biases r (P2 eq. (1)).
+
+    Args:
+        config: an `ICLConfig` with `chunk_size` (C); uses hidden_size, num_attention_heads, use_bias.
+        layer_idx (`int`): index of the shared block this mixer belongs to.
+    """
+
+    def __init__(self, config, layer_idx: int):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.chunk_size = config.chunk_size
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.use_bias)
+        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias)
+        self.offset_bias = nn.Parameter(torch.zeros(config.num_attention_heads, config.chunk_size))  # r_{h,j}
+
+    def state_size(self) -> int | None:
+        return None  # keys and values grow with the sequence, as in attention
+
+    def reset_mixer_parameters(self) -> None:
+        nn.init.zeros_(self.offset_bias)
+
+    def forward(
+        self,
+        hidden_states,
+        attention_mask=None,
+        cache=None,
+        input_ids=None,
+        position_ids=None,
+        dilation: int = 1,
+        application: int | None = None,
+    ):
+        batch, length, width = hidden_states.shape
+        qkv = self.qkv_proj(hidden_states).view(batch, length, 3, self.num_heads, self.head_dim)
+        query, key, value = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
+        if cache is not None:
+            state = cache.layer_state(self.layer_idx if application is None else application)
+            if state.get("key") is not None:
+                key = torch.cat([state.get("key"), key], dim=2)  # (B, H, S, D)
+                value = torch.cat([state.get("value"), value], dim=2)
+            state.set("key", key)
+            state.set("value", value)
+        index, exists = dilated_key_indices(length, key.shape[2], self.chunk_size, dilation, key.device)  # (T, C)
+        keys = key[:, :, index]  # (B, H, T, C, D)
+        values = value[:, :, index]  # (B, H, T, C, D)
+        scores = torch.einsum("bhtd,bhtcd->bhtc", query, keys) * self.head_dim**-0.5
+        scores = scores + self.offset_bias[None, :, None, :]  # r_{h,j}
+        allowed = exists[None, None]  # (1, 1, T, C)
+        if attention_mask is not None:
+            allowed = allowed & attention_mask[:, -key.shape[2] :].bool()[:, index][:, None]  # (B, 1, T, C)
+            allowed = allowed | (torch.arange(self.chunk_size, device=key.device) == 0)  # the token itself
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        probs = torch.softmax(scores.float(), dim=-1).to(value.dtype)  # (B, H, T, C)
+        out = torch.einsum("bhtc,bhtcd->bthd", probs, values)  # (B, T, H, D)
+        return self.out_proj(out.reshape(batch, length, width))  # (B, T, d)

@@ -1,0 +1,34 @@
+"""Configuration of `icl_regular_gpt` (paper 2, §3): sliding-dilated attention, adaptive depth, shared weights."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from ...modeling.configuration import ICLConfig
+
+
+class ICLRegularGPTConfig(ICLConfig):
+    r"""RegularGPT: a GPT-2 block whose attention is sliding-dilated with chunk size C (`chunk_size`).
+
+    `num_hidden_layers` is the thickness K: K distinct blocks, applied as a group at every depth
+    l = 0 … ⌈log_C T⌉ − 1 with dilation C^l (weights shared across depth, P2 §3.2), where T is the input length
+    at run time. Positions enter only through the learned offset biases r (no position embedding).
+    Presets `tiny`/`small`/`base` match the Transformer presets' widths and parameter counts (K = 2/4/8);
+    `paper` is P2 Table 4 (d=256, 8 heads, K=1).
+
+    Args:
+        See `ICLConfig`; this class only changes defaults.
+    """
+
+    model_type = "icl_regular_gpt"
+    PRESETS: ClassVar[dict[str, dict]] = {
+        "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2),
+        "small": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2),
+        "base": dict(hidden_size=256, num_hidden_layers=8, num_attention_heads=4),
+        "paper": dict(hidden_size=256, num_hidden_layers=1, num_attention_heads=8),
+    }
+
+    mixer: str = "dilated_attention"
+    chunk_size: int = 2
+    position_embedding: str = "nope"
+    num_hidden_layers: int = 1
