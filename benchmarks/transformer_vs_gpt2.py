@@ -34,6 +34,8 @@ def build_pair(preset: str, vocab: int):
         layer_norm_epsilon=config.layer_norm_epsilon,
         tie_word_embeddings=True,
         use_cache=False,
+        bos_token_id=0,
+        eos_token_id=0,
     )
     reference = GPT2LMHeadModel._from_config(gpt2_config, attn_implementation="sdpa")
     return ours, reference

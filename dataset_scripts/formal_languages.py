@@ -12,14 +12,13 @@ card) through :mod:`hf_icl.hub.dataset_export`; then ``datasets.load_dataset("<o
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 import numpy as np
 
 from hf_icl.hub.dataset_export import (
-    SPLITS,
     add_export_arguments,
+    build_configs,
     front_matter,
     render_readme,
     run_export,
@@ -152,14 +151,12 @@ def export(output: Path, configs: list[str], overrides: dict, cache_dir: str | N
     Returns:
         The output folder.
     """
-    built, used, stats = {}, {}, {}
-    for name in configs:
+
+    def make_builder(name):
         config_name, fixed = EXPORT_CONFIGS[name]
-        builder = RegularLanguageBuilder(config_name=config_name, cache_dir=cache_dir, **fixed, **overrides)
-        builder.download_and_prepare()
-        built[name], used[name] = builder.as_dataset(), dataclasses.replace(builder.config)
-        for split in SPLITS:
-            stats[(name, split)] = split_statistics(built[name][split])
+        return RegularLanguageBuilder(config_name=config_name, cache_dir=cache_dir, **fixed, **overrides)
+
+    built, used, stats = build_configs(make_builder, configs, split_statistics)
     return write_folder(output, built, render_card(used, stats, overrides))
 
 

@@ -13,12 +13,11 @@ The folder layout and the push are shared with the other exports (:mod:`hf_icl.h
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from pathlib import Path
 
 from hf_icl.hub.dataset_export import (
-    SPLITS,
     add_export_arguments,
+    build_configs,
     front_matter,
     render_readme,
     run_export,
@@ -78,7 +77,6 @@ over the vocabulary, averaged over positions. Token order: `['.', 'a', …, 'r',
 
 ```python
 from datasets import load_dataset
-from hf_icl.hub import check_hub_reachable, push_folder
 from hf_icl.tasks.regbench import next_token_truth
 from hf_icl.baselines import InContextNGram
 from hf_icl.evaluation import regbench_metrics
@@ -151,13 +149,9 @@ def export(output: Path, configs: list[str], overrides: dict, cache_dir: str | N
     Returns:
         The output folder.
     """
-    built, used, stats = {}, {}, {}
-    for name in configs:
-        builder = RegBenchBuilder(config_name=name, cache_dir=cache_dir, **overrides)
-        builder.download_and_prepare()
-        built[name], used[name] = builder.as_dataset(), dataclasses.replace(builder.config)
-        for split in SPLITS:
-            stats[(name, split)] = instance_statistics(built[name][split])
+    built, used, stats = build_configs(
+        lambda name: RegBenchBuilder(config_name=name, cache_dir=cache_dir, **overrides), configs, instance_statistics
+    )
     return write_folder(output, built, render_card(used, stats, overrides))
 
 

@@ -185,3 +185,28 @@ def test_standalone_evaluate_matches_training_metrics(smoke_run, tmp_path):
         evaluate_main(
             ["--checkpoint", str(smoke_run / "model"), "--task", "regbench", "--output-dir", str(tmp_path / "eval")]
         )
+
+
+def test_formal_language_run_writes_length_sweep(tmp_path):
+    options = ["--task-option", "n_per_length=4", "--task-option", "test_max_length=48", "--n-train", "256"]
+    output = tmp_path / "parity"
+    result = run_train(
+        ["--task", "parity_check", "--architecture", "regular_gpt", "--preset", "tiny", "--threads", "1",
+         "--report-to", "none", "--max-steps", "6", "--batch-size", "32", *options, "--output-dir", str(output)]
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.loads((output / "metrics.json").read_text())
+    test = metrics["test"]
+    assert test["train_max_length"] == 40 and sorted(map(int, test["per_length"])) == list(range(41, 49))
+    assert 0 <= test["model"]["accuracy"] <= 1
+    assert test["model"]["accuracy"] == pytest.approx(sum(test["per_length"].values()) / 8)
+    assert "| model |" in (output / "summary.md").read_text()
+    card = (output / "model" / "README.md").read_text()
+    assert "- accuracy\n" in card and "query position" in card
+
+    from hf_icl.evaluate import main as evaluate_main
+
+    again = evaluate_main(["--checkpoint", str(output / "model"), "--task", "parity_check",
+                           "--output-dir", str(tmp_path / "eval")])  # fmt: skip
+    assert again["test"]["per_length"] == test["per_length"]
+    assert (tmp_path / "eval" / "length_generalization.png").read_bytes()[:4] == b"\x89PNG"

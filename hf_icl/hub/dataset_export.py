@@ -8,6 +8,7 @@ YAML front matter lists each config's data files and whose prose is the dataset 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
@@ -67,6 +68,27 @@ def render_readme(front: dict, body: str) -> str:
         The README text.
     """
     return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+
+
+def build_configs(make_builder: Callable, names: Iterable[str], statistics: Callable) -> tuple[dict, dict, dict]:
+    """Build every named config and describe each split.
+
+    Args:
+        make_builder: `name -> GeneratorBasedBuilder` (not yet prepared).
+        names: the export's config names.
+        statistics: `split dataset -> dict` of card statistics.
+
+    Returns:
+        `(datasets by name, resolved builder configs by name, statistics by (name, split))`.
+    """
+    built, used, stats = {}, {}, {}
+    for name in names:
+        builder = make_builder(name)
+        builder.download_and_prepare()
+        built[name], used[name] = builder.as_dataset(), dataclasses.replace(builder.config)
+        for split in SPLITS:
+            stats[(name, split)] = statistics(built[name][split])
+    return built, used, stats
 
 
 def write_folder(output: Path, datasets_by_config: Mapping, readme: str, splits=SPLITS) -> Path:
