@@ -15,6 +15,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("metrics", nargs="+", type=Path)
     parser.add_argument("--plot", type=Path, help="write the per-length accuracy curves of all runs here")
+    parser.add_argument("--bin-width", type=int, default=20, help="average the curves over bins of lengths")
     args = parser.parse_args()
     runs = [(path.parent.name, json.loads(path.read_text())) for path in args.metrics]
     keys = list(dict.fromkeys(k for _, m in runs for k in m["test"]["model"]))
@@ -33,13 +34,14 @@ def main():
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
+        from hf_icl.evaluation.length_sweep import draw_length_curve
+
         fig, ax = plt.subplots(figsize=(8, 4))
         for name, m in runs:
-            curve = m["test"]["per_length"]
-            ax.plot([int(k) for k in curve], list(curve.values()), lw=1, label=name)
-        ax.axvline(runs[0][1]["test"]["train_max_length"], color="k", ls="--", lw=1, label="longest training length")
-        ax.set(xlabel="input length", ylabel="accuracy", ylim=(-0.02, 1.02), title=runs[0][1]["task"])
-        ax.legend()
+            draw_length_curve(ax, m["test"], m["task"], label=name, bin_width=args.bin_width)
+        handles, labels = ax.get_legend_handles_labels()
+        unique = dict(zip(labels, handles))
+        ax.legend(unique.values(), unique.keys())
         fig.tight_layout()
         fig.savefig(args.plot, dpi=100)
 

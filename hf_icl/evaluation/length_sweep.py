@@ -70,11 +70,21 @@ def length_sweep(model, tokenizer, rows, train_max_length: int, batch_size: int 
     }
 
 
-def draw_length_curve(ax, results: dict, title: str = "") -> None:
-    """Accuracy against input length on `ax`, with the longest training length marked."""
-    lengths = [int(k) for k in results["per_length"]]
-    ax.plot(lengths, list(results["per_length"].values()), marker=".", lw=1)
-    ax.axvline(results["train_max_length"], color="tab:red", ls="--", label="longest training length")
+def binned_curve(per_length: dict, bin_width: int = 1) -> tuple[list[float], list[float]]:
+    """Lengths and accuracies sorted by length (JSON keys are strings), averaged over bins of `bin_width`."""
+    points = sorted((int(length), acc) for length, acc in per_length.items())
+    bins: dict[int, list[tuple[int, float]]] = defaultdict(list)
+    for length, acc in points:
+        bins[(length - points[0][0]) // bin_width].append((length, acc))
+    centers = [float(np.mean([p[0] for p in group])) for _, group in sorted(bins.items())]
+    return centers, [float(np.mean([p[1] for p in group])) for _, group in sorted(bins.items())]
+
+
+def draw_length_curve(ax, results: dict, title: str = "", label: str | None = None, bin_width: int = 1) -> None:
+    """Accuracy against input length on `ax` (optionally averaged over length bins), training length marked."""
+    lengths, accuracy = binned_curve(results["per_length"], bin_width)
+    ax.plot(lengths, accuracy, marker="." if bin_width == 1 else None, lw=1, label=label)
+    ax.axvline(results["train_max_length"], color="tab:red", ls="--", lw=1, label="longest training length")
     ax.set(xlabel="input length", ylabel="accuracy", ylim=(-0.02, 1.02), title=title)
     ax.legend()
 

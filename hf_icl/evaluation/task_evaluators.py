@@ -27,5 +27,9 @@ def evaluate_task(task: str, model, tokenizer, splits, split: str = "test", batc
         return evaluate_regbench(model, tokenizer, splits[split], batch_size=batch_size)
     if family == "formal_language":
         train_max_length = max(splits["train"]["length"])
-        return length_sweep(model, tokenizer, splits[split], train_max_length, batch_size=batch_size)
+        results = length_sweep(model, tokenizer, splits[split], train_max_length, batch_size=batch_size)
+        if split == "test" and "validation" in splits:  # in-distribution accuracy, to read the curve against
+            within = length_sweep(model, tokenizer, splits["validation"], train_max_length, batch_size=batch_size)
+            results["model"]["accuracy_in_train_range"] = within["model"]["accuracy_in_train_range"]
+        return results
     raise ValueError(f"task={task!r} has no evaluator (family {family!r})")
