@@ -5,7 +5,7 @@
 "ours" is `icl_regular_gpt` as shipped (each query gathers its C keys). "reference" is the same model and weights
 with every sliding-dilated attention replaced by dense attention under the T×T mask of P2 eq. (1) (SDPA with an
 additive float mask). Both run forward passes in this process (time: median after warm-up); peak memory is the
-resident-set growth of a fresh subprocess per case. Target: ≥ 5× faster at T = 8192, O(T·C·log T) scaling.
+peak resident-set growth (VmHWM) of a fresh subprocess per case. Target: ≥ 5× faster at T = 8192, O(T·C·log T) scaling.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import functools
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import torch
 from common import median_time, print_table
@@ -52,16 +53,27 @@ def build(dense: bool, preset: str):
     return model
 
 
+PEAK_RSS_PROBE = """
+import json, sys, torch
+sys.path.insert(0, {here!r})
+from regular_gpt_attention import build
+
+def peak_kib():
+    status = open("/proc/self/status").read()
+    return int(status.split("VmHWM:")[1].split()[0])
+
+model, x = build({dense}, {preset!r}), torch.ones(1, {length}, dtype=torch.long)
+open("/proc/self/clear_refs", "w").write("5")  # reset the peak (it is inherited from the parent otherwise)
+before = peak_kib()
+with torch.no_grad():
+    model(x)
+print(json.dumps((peak_kib() - before) / 1024))
+"""
+
+
 def peak_memory_mib(dense: bool, length: int, preset: str) -> float:
-    """Resident-set growth of one forward pass, measured in a fresh process."""
-    code = (
-        "import sys, json, resource, torch; sys.path.insert(0, 'benchmarks');"
-        "from regular_gpt_attention import build; "
-        f"m = build({dense}, {preset!r}); x = torch.ones(1, {length}, dtype=torch.long);"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;"
-        "torch.no_grad().__enter__(); m(x);"
-        "print(json.dumps((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024))"
-    )
+    """Peak resident-set growth of one forward pass, measured in a fresh process (Linux VmHWM)."""
+    code = PEAK_RSS_PROBE.format(here=str(Path(__file__).parent), dense=dense, preset=preset, length=length)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return max(json.loads(out.stdout.strip().splitlines()[-1]), 0.01)
 
