@@ -19,6 +19,7 @@ import datasets
 import numpy as np
 
 from ..tokenization import REGBENCH_SYMBOLS
+from .builder import ValidatedBuilder
 from .regbench_sampling import SamplingRanges, sample_automata, sample_texts
 
 REGBENCH_VOCAB: list[str] = REGBENCH_SYMBOLS
@@ -136,7 +137,7 @@ def generate_regbench(config: RegBenchConfig) -> dict[str, list[dict]]:
     return splits
 
 
-class RegBenchBuilder(datasets.GeneratorBasedBuilder):
+class RegBenchBuilder(ValidatedBuilder):
     """``datasets`` builder for RegBench (P1 §3.3). Instantiate it from the package, not via a script.
 
     Args:
@@ -165,10 +166,7 @@ class RegBenchBuilder(datasets.GeneratorBasedBuilder):
         self._splits: dict[str, list[dict]] | None = None
         super().__init__(*args, **kwargs)
 
-    def _create_builder_config(self, *args, **kwargs):
-        config, config_id = super()._create_builder_config(*args, **kwargs)
-        validate_config(config)  # before the cache directory is touched
-        return config, config_id
+    validate_config = staticmethod(validate_config)  # runs before the cache directory is touched
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(

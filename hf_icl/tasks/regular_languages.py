@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping
 import datasets
 import numpy as np
 
+from .builder import ValidatedBuilder
 from .formal_languages import RECOGNITION_LANGUAGES, TRANSDUCTION_LANGUAGES, ExactLengthSampler, sample_transduction
 
 QUERY_SYMBOL = "?"
@@ -243,7 +244,7 @@ def _config(language: str) -> RegularLanguageConfig:
     )
 
 
-class RegularLanguageBuilder(datasets.GeneratorBasedBuilder):
+class RegularLanguageBuilder(ValidatedBuilder):
     """``datasets`` builder for the regular-language suite (P2 §5.1). Instantiate it from the package.
 
     Args:
@@ -257,10 +258,7 @@ class RegularLanguageBuilder(datasets.GeneratorBasedBuilder):
     BUILDER_CONFIGS = [_config(language) for language in LANGUAGES]
     DEFAULT_CONFIG_NAME = "parity_check"
 
-    def _create_builder_config(self, *args, **kwargs):
-        config, config_id = super()._create_builder_config(*args, **kwargs)
-        validate_config(config)  # before the cache directory is touched
-        return config, config_id
+    validate_config = staticmethod(validate_config)  # runs before the cache directory is touched
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
