@@ -52,7 +52,6 @@ class RunArguments:
     overwrite: bool = False
     report_to: str = "tensorboard"
     push_to_hub: str | None = None
-    baseline_orders: list = field(default_factory=lambda: [1, 2, 3])
 
     def resolved_output_dir(self) -> Path:
         if self.output_dir:
