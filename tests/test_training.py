@@ -210,3 +210,26 @@ def test_formal_language_run_writes_length_sweep(tmp_path):
                            "--output-dir", str(tmp_path / "eval")])  # fmt: skip
     assert again["test"]["per_length"] == test["per_length"]
     assert (tmp_path / "eval" / "length_generalization.png").read_bytes()[:4] == b"\x89PNG"
+
+
+USER_PATH = """
+import sys
+sys.modules["hf_icl"] = None  # as on a machine without hf_icl
+from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1], trust_remote_code=True)
+tokenizer = AutoTokenizer.from_pretrained(sys.argv[1], trust_remote_code=True)
+text = pipeline("text-generation", model=model, tokenizer=tokenizer)("abc|ab", max_new_tokens=5, do_sample=False)
+print(text[0]["generated_text"])
+"""
+
+
+def test_checkpoint_folder_works_through_pipeline_without_hf_icl(smoke_run, tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-c", USER_PATH, str(smoke_run / "model")],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL,
+        env={**os.environ, "HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1"},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "Do you wish to run the custom code" not in result.stdout + result.stderr
+    generated = result.stdout.strip().splitlines()[-1]
+    assert generated.startswith("abc|ab") and len(generated) <= len("abc|ab") + 5
