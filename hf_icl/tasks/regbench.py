@@ -41,32 +41,22 @@ _PAPER_RANGES = dataclasses.replace(SamplingRanges(), max_edges=4, max_strings=2
 
 
 @dataclasses.dataclass
-class RegBenchConfig(datasets.BuilderConfig):
-    """Configuration of one RegBench variant.
+class RegBenchConfig(datasets.BuilderConfig, SamplingRanges):
+    """Configuration of one RegBench variant: split sizes and seed, plus the sampling ranges it inherits.
 
     Args:
         n_train: number of training automata (one problem instance each).
         n_test: number of test automata.
         n_validation: number of validation automata.
         seed: the only source of randomness.
-        min_states .. max_length: inclusive sampling ranges, see
-            :class:`~hf_icl.tasks.regbench_sampling.SamplingRanges`.
+        min_states .. max_length: inclusive sampling ranges, inherited from
+            :class:`~hf_icl.tasks.regbench_sampling.SamplingRanges` (reference defaults).
     """
 
     n_train: int = 2500
     n_test: int = 500
     n_validation: int = 500
     seed: int = 0
-    min_states: int = 4
-    max_states: int = 12
-    min_alphabet: int = 4
-    max_alphabet: int = 18
-    min_edges: int = 1
-    max_edges: int = 3
-    min_strings: int = 10
-    max_strings: int = 19
-    min_length: int = 1
-    max_length: int = 49
 
     @property
     def ranges(self) -> SamplingRanges:

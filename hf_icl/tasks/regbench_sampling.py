@@ -20,7 +20,7 @@ _CANDIDATE_BATCH = 1024  # automata drawn per vectorised batch (fixed: part of t
 _STRING_CHUNK = 1024  # instances per vectorised string-sampling chunk (fixed: part of the stream layout)
 
 
-@dataclass(frozen=True)
+@dataclass
 class SamplingRanges:
     """Inclusive ranges of the RegBench generative process (DESIGN §5.1).
 
