@@ -6,11 +6,13 @@ An architecture subclasses it to set `model_type`, its defaults and its `PRESETS
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from transformers import PreTrainedConfig
 
 from ..mixers import MIXERS
+from .ngram_blocks import check_ngram_heads
 
 FFN_TYPES = ("mlp", "glu", "none")
 NORM_TYPES = ("layernorm", "rmsnorm")
@@ -40,6 +42,20 @@ class ICLConfig(PreTrainedConfig):
         mixer (`str`): token mixer used by every layer unless `mixer_types` is given.
         mixer_types (`list[str]`, *optional*): per-layer token mixers (length `num_hidden_layers`).
         ffn (`str`): feed-forward net after each mixer: `mlp`, `glu` or `none`.
+        ffn_types (`list[str]`, *optional*): per-layer feed-forward nets (length `num_hidden_layers`); hybrids such
+            as "TF with initial Mamba" use `none` after the Mamba layer and `mlp` elsewhere.
+        ssm_state_size (`int`): state size N of the state-space mixers (S4D, H3, Mamba).
+        conv_kernel (`int`): width of the short causal depthwise convolution (Mamba, H3's shift SSM, Hyena).
+        expand (`int`): inner width multiplier of GAU-style mixers (Mamba: d_inner = expand · d).
+        dt_rank (`int`, *optional*): rank of Mamba's Δ projection; defaults to ⌈d / 16⌉.
+        scan_chunk_size (`int`): chunk length of the chunked training forms (linear attention family, Mamba scan).
+        gate_low_rank (`int`): rank of GLA's data-dependent decay projection.
+        hyena_order (`int`): order of the Hyena recurrence (number of long convolutions).
+        hyena_filter_size (`int`): width of Hyena's implicit-filter MLP.
+        ngram_heads (`list[dict]`, *optional*): n-gram blocks to place (P1 §6), each
+            `{"layer": m, "orders": [1, 2, 3], "replace": False}`: one NgramBlock per order after layer m (0-based;
+            negative m counts from the output), or instead of layer m with `"replace": True`.
+        ngram_shift (`int`): `shift_step` of the n-gram heads (P1 Figure 7): read the token this far after a match.
         norm (`str`): `layernorm` or `rmsnorm`.
         hidden_act (`str`): activation of the MLP.
         layer_norm_epsilon (`float`): epsilon of the norms.
@@ -52,6 +68,7 @@ class ICLConfig(PreTrainedConfig):
 
     model_type = "icl"
     PRESETS: ClassVar[dict[str, dict]] = {}
+    supports_ngram_heads: ClassVar[bool] = True  # False where the layer schedule is not a fixed stack
 
     vocab_size: int = 20
     hidden_size: int = 128
@@ -66,6 +83,17 @@ class ICLConfig(PreTrainedConfig):
     mixer: str = "attention"
     mixer_types: list[str] | None = None
     ffn: str = "mlp"
+    ffn_types: list[str] | None = None
+    ssm_state_size: int = 16
+    conv_kernel: int = 4
+    expand: int = 2
+    dt_rank: int | None = None
+    scan_chunk_size: int = 64
+    gate_low_rank: int = 16
+    hyena_order: int = 2
+    hyena_filter_size: int = 64
+    ngram_heads: list[dict] | None = None
+    ngram_shift: int = 1
     norm: str = "layernorm"
     hidden_act: str = "gelu_new"
     layer_norm_epsilon: float = 1e-5
@@ -87,6 +115,11 @@ class ICLConfig(PreTrainedConfig):
         if self.mixer_types is None:
             self.mixer_types = [self.mixer] * self.num_hidden_layers
         self.mixer_types = list(self.mixer_types)
+        if self.ffn_types is None:
+            self.ffn_types = [self.ffn] * self.num_hidden_layers
+        self.ffn_types = list(self.ffn_types)
+        if self.dt_rank is None:
+            self.dt_rank = math.ceil(self.hidden_size / 16)
         self.check()
 
     def check(self) -> None:
@@ -94,12 +127,12 @@ class ICLConfig(PreTrainedConfig):
         check_choice("position_embedding", self.position_embedding, POSITION_EMBEDDINGS)
         check_choice("ffn", self.ffn, FFN_TYPES)
         check_choice("norm", self.norm, NORM_TYPES)
-        for i, name in enumerate(self.mixer_types):
-            check_choice(f"mixer_types[{i}]", name, sorted(MIXERS))
-        if len(self.mixer_types) != self.num_hidden_layers:
-            raise ValueError(
-                f"mixer_types has {len(self.mixer_types)} entries but num_hidden_layers={self.num_hidden_layers}"
-            )
+        for field, allowed in (("mixer_types", sorted(MIXERS)), ("ffn_types", FFN_TYPES)):
+            values = getattr(self, field)
+            for i, name in enumerate(values):
+                check_choice(f"{field}[{i}]", name, allowed)
+            if len(values) != self.num_hidden_layers:
+                raise ValueError(f"{field} has {len(values)} entries but num_hidden_layers={self.num_hidden_layers}")
         if not 0 <= self.num_masked_heads <= self.num_attention_heads:
             raise ValueError(
                 f"num_masked_heads={self.num_masked_heads} must be in [0, {self.num_attention_heads}] "
@@ -113,7 +146,18 @@ class ICLConfig(PreTrainedConfig):
             )
         if self.chunk_size < 2:
             raise ValueError(f"chunk_size={self.chunk_size} must be ≥ 2")
-        for field in ("vocab_size", "hidden_size", "num_hidden_layers", "max_position_embeddings"):
+        check_ngram_heads(self.ngram_heads, self.num_hidden_layers)
+        if self.ngram_heads and not self.supports_ngram_heads:
+            raise ValueError(
+                f"ngram_heads={self.ngram_heads!r} is not supported by {self.model_type} (its layer schedule is not a "
+                "fixed stack); allowed: None"
+            )
+        if self.ngram_shift < 0:
+            raise ValueError(f"ngram_shift={self.ngram_shift} must be ≥ 0")
+        positive = ("vocab_size", "hidden_size", "num_hidden_layers", "max_position_embeddings", "ssm_state_size")
+        positive += ("conv_kernel", "expand", "dt_rank", "scan_chunk_size", "gate_low_rank", "hyena_order")
+        positive += ("hyena_filter_size",)
+        for field in positive:
             if getattr(self, field) < 1:
                 raise ValueError(f"{field}={getattr(self, field)} must be a positive integer")
 
@@ -127,6 +171,8 @@ class ICLConfig(PreTrainedConfig):
         """
         check_choice("preset", preset, sorted(cls.PRESETS))
         values = {**cls.PRESETS[preset], **overrides}
-        if "num_hidden_layers" in overrides and "mixer_types" not in overrides:
-            values.pop("mixer_types", None)
+        if "num_hidden_layers" in overrides:
+            for per_layer in ("mixer_types", "ffn_types"):
+                if per_layer not in overrides:
+                    values.pop(per_layer, None)
         return cls(preset=preset, **values)

@@ -18,6 +18,7 @@ from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutpu
 from .cache import ICLCache
 from .configuration import ICLConfig
 from .layers import DecoderBlock, build_norm
+from .ngram_blocks import build_layers
 from .remote_code import export_modeling_code
 
 RESIDUAL_PROJECTIONS = ("out_proj", "fc_out", "down_proj")
@@ -29,7 +30,7 @@ class ICLPreTrainedModel(PreTrainedModel):
     config_class = ICLConfig
     base_model_prefix = "model"
     supports_gradient_checkpointing = False
-    _no_split_modules = ["DecoderBlock"]
+    _no_split_modules = ["DecoderBlock", "NgramBlock"]
     _skip_keys_device_placement = ["past_key_values"]
     _supports_sdpa = True
     _supports_attention_backend = True
@@ -39,6 +40,14 @@ class ICLPreTrainedModel(PreTrainedModel):
     def _supports_default_dynamic_cache(cls) -> bool:
         # Our models build their own `ICLCache` (recurrent states do not fit a DynamicCache).
         return False
+
+    def _initialize_weights(self, module, is_custom_code: bool = False):
+        # transformers treats every model outside its own package as "custom code" and then skips modules that own no
+        # parameters directly (DecoderBlock, mixers made only of submodules), so their `_init_weights` branch (GPT-2
+        # residual scaling, `reset_mixer_parameters`) would silently never run. All our initialisers go through
+        # `transformers.initialization`, which leaves tensors loaded by `from_pretrained` untouched, so the shortcut
+        # is not needed.
+        super()._initialize_weights(module, is_custom_code=False)
 
     @torch.no_grad()
     def _init_weights(self, module):
@@ -74,7 +83,7 @@ class ICLModel(ICLPreTrainedModel):
         if config.position_embedding == "learned":
             self.embed_positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.dropout = nn.Dropout(config.dropout)
-        self.layers = nn.ModuleList(DecoderBlock(config, i) for i in range(config.num_hidden_layers))
+        self.layers = build_layers(config)  # L DecoderBlocks, plus any n-gram blocks `config.ngram_heads` places
         self.norm = build_norm(config)
         self.post_init()
 

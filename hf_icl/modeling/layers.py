@@ -54,19 +54,21 @@ FFNS = {"mlp": MLP, "glu": GLU}
 
 
 class DecoderBlock(nn.Module):
-    """Pre-norm block: `h = h + mixer(norm(h))`, then `h = h + ffn(norm(h))` unless `config.ffn == "none"`.
+    """Pre-norm block: `h = h + mixer(norm(h))`, then `h = h + ffn(norm(h))` unless the layer's FFN is `none`.
 
     Args:
         config: an `ICLConfig`.
-        layer_idx (`int`): position in the stack; selects `config.mixer_types[layer_idx]`.
+        layer_idx (`int`): position in the stack; selects `config.mixer_types[layer_idx]` and
+            `config.ffn_types[layer_idx]`.
     """
 
     def __init__(self, config, layer_idx: int):
         super().__init__()
+        ffn = config.ffn_types[layer_idx]
         self.mixer_norm = build_norm(config)
         self.mixer = MIXERS[config.mixer_types[layer_idx]](config, layer_idx)
-        self.ffn_norm = build_norm(config) if config.ffn != "none" else None
-        self.ffn = FFNS[config.ffn](config) if config.ffn != "none" else None
+        self.ffn_norm = build_norm(config) if ffn != "none" else None
+        self.ffn = FFNS[ffn](config) if ffn != "none" else None
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(

@@ -10,12 +10,38 @@ from dataclasses import fields
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from ..modeling.configuration import ICLConfig, check_choice
+from .gla import ICLGLAConfig, ICLGLAForCausalLM, ICLGLAModel
+from .h3 import ICLH3Config, ICLH3ForCausalLM, ICLH3Model
+from .hyena import ICLHyenaConfig, ICLHyenaForCausalLM, ICLHyenaModel
+from .linear_transformer import ICLLinearTransformerConfig, ICLLinearTransformerForCausalLM, ICLLinearTransformerModel
+from .llama import ICLLlamaConfig, ICLLlamaForCausalLM, ICLLlamaModel
+from .lstm import ICLLSTMConfig, ICLLSTMForCausalLM, ICLLSTMModel
+from .mamba import ICLMambaConfig, ICLMambaForCausalLM, ICLMambaModel
+from .mambaformer import ICLMambaFormerConfig, ICLMambaFormerForCausalLM, ICLMambaFormerModel
 from .regular_gpt import ICLRegularGPTConfig, ICLRegularGPTForCausalLM, ICLRegularGPTModel
+from .retnet import ICLRetNetConfig, ICLRetNetForCausalLM, ICLRetNetModel
+from .rwkv import ICLRWKVConfig, ICLRWKVForCausalLM, ICLRWKVModel
+from .s4 import ICLS4Config, ICLS4ForCausalLM, ICLS4Model
+from .s4_mamba import ICLS4MambaConfig, ICLS4MambaForCausalLM, ICLS4MambaModel
+from .standard_hybrid import ICLStandardHybridConfig, ICLStandardHybridForCausalLM, ICLStandardHybridModel
 from .transformer import ICLTransformerConfig, ICLTransformerForCausalLM, ICLTransformerModel
 
 ARCHITECTURES = {
     "transformer": (ICLTransformerConfig, ICLTransformerModel, ICLTransformerForCausalLM),
     "regular_gpt": (ICLRegularGPTConfig, ICLRegularGPTModel, ICLRegularGPTForCausalLM),
+    "llama": (ICLLlamaConfig, ICLLlamaModel, ICLLlamaForCausalLM),
+    "linear_transformer": (ICLLinearTransformerConfig, ICLLinearTransformerModel, ICLLinearTransformerForCausalLM),
+    "retnet": (ICLRetNetConfig, ICLRetNetModel, ICLRetNetForCausalLM),
+    "gla": (ICLGLAConfig, ICLGLAModel, ICLGLAForCausalLM),
+    "lstm": (ICLLSTMConfig, ICLLSTMModel, ICLLSTMForCausalLM),
+    "rwkv": (ICLRWKVConfig, ICLRWKVModel, ICLRWKVForCausalLM),
+    "s4": (ICLS4Config, ICLS4Model, ICLS4ForCausalLM),
+    "h3": (ICLH3Config, ICLH3Model, ICLH3ForCausalLM),
+    "hyena": (ICLHyenaConfig, ICLHyenaModel, ICLHyenaForCausalLM),
+    "mamba": (ICLMambaConfig, ICLMambaModel, ICLMambaForCausalLM),
+    "mambaformer": (ICLMambaFormerConfig, ICLMambaFormerModel, ICLMambaFormerForCausalLM),
+    "standard_hybrid": (ICLStandardHybridConfig, ICLStandardHybridModel, ICLStandardHybridForCausalLM),
+    "s4_mamba": (ICLS4MambaConfig, ICLS4MambaModel, ICLS4MambaForCausalLM),
 }
 
 
@@ -50,3 +76,9 @@ def config_for(architecture: str, preset: str = "tiny", **overrides) -> ICLConfi
             allowed = ", ".join(sorted(known))
             raise ValueError(f"config field {key!r} is not a field of {config_cls.__name__}: {allowed}")
     return config_cls.from_preset(preset, **overrides)
+
+
+def non_embedding_parameters(model) -> int:
+    """Parameters outside the token/position embeddings and the output projection (the size presets match this)."""
+    skipped = ("embed_tokens", "embed_positions", "lm_head")
+    return sum(p.numel() for name, p in model.named_parameters() if not any(part in name for part in skipped))

@@ -57,7 +57,10 @@ class RunArguments:
         if self.output_dir:
             return Path(self.output_dir)
         size = f"-n{self.n_train or 2500}" if self.task == "regbench" else (f"-n{self.n_train}" if self.n_train else "")
-        return Path("outputs") / f"{self.task}{size}-{self.architecture}-{self.preset}-s{self.seed}"
+        arch = self.architecture
+        for spec in self.overrides.get("ngram_heads") or []:  # e.g. retnet+ngh1.123 (r: replace)
+            arch += f"+ngh{'r' if spec.get('replace') else ''}{spec['layer']}.{''.join(map(str, spec['orders']))}"
+        return Path("outputs") / f"{self.task}{size}-{arch}-{self.preset}-s{self.seed}"
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -71,6 +74,27 @@ def _parse_override(text: str) -> tuple[str, object]:
         return key, json.loads(value)
     except json.JSONDecodeError:
         return key, value
+
+
+def parse_ngram_heads(text: str) -> list[dict]:
+    """`"1:1,2,3"` -> `[{"layer": 1, "orders": [1, 2, 3], "replace": False}]` (the `ngram_heads` config field).
+
+    Entries are `LAYER:ORDERS[:replace]`, separated by `;` (e.g. `"1:1,2,3:replace;-2:1,2,3:replace"`).
+    """
+    specs = []
+    for entry in filter(None, (part.strip() for part in text.split(";"))):
+        parts = entry.split(":")
+        try:
+            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] != "replace"):
+                raise ValueError
+            specs.append(
+                {"layer": int(parts[0]), "orders": [int(o) for o in parts[1].split(",")], "replace": len(parts) == 3}
+            )
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"--ngram-heads entry {entry!r} must look like LAYER:ORDERS[:replace], e.g. 1:1,2,3 or -2:1,2,3:replace"
+            ) from None
+    return specs
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -98,6 +122,15 @@ def build_parser() -> argparse.ArgumentParser:
         type=_parse_override,
         metavar="FIELD=VALUE",
         help="task generator override, repeatable (e.g. --task-option n_test=100)",
+    )
+    parser.add_argument(
+        "--ngram-heads",
+        action="append",
+        type=parse_ngram_heads,
+        metavar="LAYER:ORDERS[:replace]",
+        help="insert n-gram blocks (P1 §6) after layer LAYER (0-based, negative from the output), one per order, or "
+        "replace that layer; ';'-separated or repeated, e.g. --ngram-heads 1:1,2,3 or "
+        "--ngram-heads=1:1,2,3:replace;-2:1,2,3:replace (write '=' when LAYER is negative); sets config ngram_heads",
     )
     parser.add_argument("--lr", type=float, help="peak learning rate")
     parser.add_argument("--min-lr", type=float, help="final learning rate of the cosine schedule")
@@ -135,6 +168,9 @@ def parse_args(argv: list[str] | None = None) -> RunArguments:
         values.update(load_yaml_config(Path(config_path)))
     overrides = dict(namespace.pop("override") or [])
     task_options = dict(namespace.pop("task_option") or [])
+    ngram_heads = namespace.pop("ngram_heads")
+    if ngram_heads:
+        overrides["ngram_heads"] = [spec for specs in ngram_heads for spec in specs]
     values.update({key: value for key, value in namespace.items() if value is not None})
     if overrides:
         values["overrides"] = {**values.get("overrides", {}), **overrides}

@@ -27,6 +27,7 @@ class ICLRegularGPTConfig(ICLConfig):
         "base": dict(hidden_size=256, num_hidden_layers=8, num_attention_heads=4),
         "paper": dict(hidden_size=256, num_hidden_layers=1, num_attention_heads=8),
     }
+    supports_ngram_heads: ClassVar[bool] = False  # blocks are reapplied at a depth set by the input length
 
     mixer: str = "dilated_attention"
     chunk_size: int = 2

@@ -1,0 +1,100 @@
+"""`icl_mamba` training step against transformers' `MambaForCausalLM` (its CPU path) and `icl_transformer`.
+
+Run: `OMP_NUM_THREADS=1 python benchmarks/mamba_training_step.py [--preset small --batch 8 --length 384]`.
+Targets (issue #3): ≥ 50× faster than `MambaForCausalLM`, ≤ 3× the time of `icl_transformer` of the same preset.
+
+`MambaForCausalLM` is built at exactly our size: same width, number of Mamba blocks, state size N, expand, conv
+kernel, Δ rank, vocabulary 20, RMSNorm (our `mamba` is run with `norm="rmsnorm"` so the parameter counts are equal),
+tied embeddings. A step is forward + backward + AdamW update. transformers' CPU path runs its sequential scan (about
+a minute or more per step at T = 384), so it is timed once, after a warm-up step at T = 32; ours and the
+Transformer take the median of several steps, interleaved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers may otherwise look for hub kernels
+
+import torch  # noqa: E402
+from common import median_time, print_table  # noqa: E402
+from transformer_vs_gpt2 import training_step  # noqa: E402
+from transformers import AutoModelForCausalLM, MambaConfig, MambaForCausalLM  # noqa: E402
+
+import hf_icl  # noqa: E402
+
+
+def build_models(preset: str, vocab: int):
+    config = hf_icl.config_for("mamba", preset, vocab_size=vocab, norm="rmsnorm")
+    torch.manual_seed(0)
+    ours = AutoModelForCausalLM.from_config(config)
+    reference_config = MambaConfig(
+        vocab_size=vocab,
+        hidden_size=config.hidden_size,
+        num_hidden_layers=config.num_hidden_layers,
+        state_size=config.ssm_state_size,
+        expand=config.expand,
+        conv_kernel=config.conv_kernel,
+        time_step_rank=config.dt_rank,
+        use_bias=False,
+        use_conv_bias=True,
+        layer_norm_epsilon=config.layer_norm_epsilon,
+        tie_word_embeddings=True,
+        use_cache=False,
+        pad_token_id=0,
+        bos_token_id=0,
+        eos_token_id=0,
+    )
+    reference = MambaForCausalLM(reference_config)
+    transformer = AutoModelForCausalLM.from_config(
+        hf_icl.config_for("transformer", preset, vocab_size=vocab), attn_implementation="sdpa"
+    )
+    return ours, reference, transformer
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--preset", default="small")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--length", type=int, default=384)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    ours, reference, transformer = build_models(args.preset, vocab=20)
+    counts = {name: m.num_parameters() for name, m in (("ours", ours), ("hf", reference), ("tf", transformer))}
+    assert counts["ours"] == counts["hf"], counts
+    input_ids = torch.randint(1, 20, (args.batch, args.length))
+    models = {"ours": ours, "transformer": transformer, "hf": reference}
+    optimizers = {name: torch.optim.AdamW(model.parameters(), lr=1e-4) for name, model in models.items()}
+    steps = {name: training_step(models[name].train(), optimizers[name], input_ids) for name in ("ours", "transformer")}
+    times = {name: [] for name in steps}
+    for _ in range(3):  # interleave rounds so drift in machine load hits both alike
+        for name, step in steps.items():
+            times[name].append(median_time(step, repeats=args.repeats, warmup=1))
+    best = {name: min(values) for name, values in times.items()}
+
+    training_step(reference.train(), optimizers["hf"], input_ids[:, :32])()  # warm-up at a short length
+    start = time.perf_counter()
+    training_step(reference, optimizers["hf"], input_ids)()
+    best["hf"] = time.perf_counter() - start
+
+    tokens = args.batch * args.length
+    print(
+        f"threads={torch.get_num_threads()} preset={args.preset} blocks={ours.config.num_hidden_layers} "
+        f"d={ours.config.hidden_size} batch={args.batch} T={args.length} params: mamba={counts['ours']:,} "
+        f"MambaForCausalLM={counts['hf']:,} icl_transformer={counts['tf']:,}"
+    )
+    print(
+        f"tokens/s: icl_mamba {tokens / best['ours']:,.0f}, MambaForCausalLM {tokens / best['hf']:,.0f}, "
+        f"icl_transformer {tokens / best['transformer']:,.0f}; speed-up over MambaForCausalLM "
+        f"{best['hf'] / best['ours']:.0f}× (target ≥ 50×)\n"
+    )
+    case = f"training step, {args.preset}, B={args.batch}, T={args.length}"
+    print_table([(case, best["ours"], best["hf"])], ours="icl_mamba", reference="MambaForCausalLM")
+    print()
+    print_table([(case, best["ours"], best["transformer"])], ours="icl_mamba", reference="icl_transformer")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,73 @@
+"""H3 token mixer (Fu et al., 2023, "Hungry Hungry Hippos", §3; paper 1, Appendix A.10, eqs. 79–85).
+
+Per head i with head dimension d_h = d / H:
+
+    q, k, v = W_q x, W_k x, W_v x                                   (eq. 79, 83)
+    k̃ = shift-SSM(k): a short causal depthwise convolution           (H3 §3.1)
+    x'_t = k̃_tᵀ v_t ∈ R^{d_h × d_h}                                  (eq. 80)
+    S_t = Ā ⊙ S_{t−1} + B̄ ⊙ x'_t,   z'_t = C ∘ S_t (+ D x'_t)        (eq. 81–82, a diagonal SSM, S4D-Lin)
+    z_t = q_tᵀ z'_t ∈ R^{d_h},   y = W_o z                           (eq. 84–85)
+
+As in the reference H3 layer (HazyResearch/H3 `H3`, used by paper 1's code), the diagonal SSM's parameters are
+shared by the d_h × d_h entries of a head (H independent SSMs); each entry keeps its own state. The shift SSM
+(reference: a shift-matrix SSM, i.e. a learned FIR filter, plus a skip D) is a `conv_kernel`-tap depthwise
+convolution plus D ⊙ k. Training: short conv + FFT convolution; decoding: conv window + SSM recurrence,
+O(d · d_h · N) per token.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from transformers import initialization as init
+
+from .ops.diagonal_ssm import DiagonalSSM
+from .ops.padding import token_mask, zero_padding
+from .ops.short_conv import CausalDepthwiseConv
+
+
+class H3Mixer(nn.Module):
+    """Multi-head H3: shift-SSM on the keys, diagonal SSM over the per-head key–value outer products.
+
+    Args:
+        config: an `ICLConfig` (uses hidden_size, num_attention_heads, ssm_state_size, conv_kernel, use_bias).
+        layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
+    """
+
+    def __init__(self, config, layer_idx: int):
+        super().__init__()
+        self.layer_idx = layer_idx
+        width = config.hidden_size
+        self.num_heads = config.num_attention_heads
+        self.head_dim = width // self.num_heads
+        self.q_proj = nn.Linear(width, width, bias=config.use_bias)
+        self.k_proj = nn.Linear(width, width, bias=config.use_bias)
+        self.v_proj = nn.Linear(width, width, bias=config.use_bias)
+        self.shift = CausalDepthwiseConv(width, config.conv_kernel, bias=False)
+        self.shift_skip = nn.Parameter(torch.empty(width))  # the shift SSM's D
+        self.ssm = DiagonalSSM(self.num_heads, config.ssm_state_size)
+        self.reset_mixer_parameters()
+        self.out_proj = nn.Linear(width, width, bias=config.use_bias)
+
+    @torch.no_grad()
+    def reset_mixer_parameters(self) -> None:
+        # The reference draws the shift SSM's C (its taps) and D from N(0, 1); the diagonal SSM resets itself.
+        init.normal_(self.shift.conv.weight, 0.0, 1.0)
+        init.normal_(self.shift_skip, 0.0, 1.0)
+
+    def state_size(self) -> int:
+        return self.shift.state_bytes() + self.ssm.state_bytes(copies=self.head_dim**2)
+
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+        batch, length, width = hidden_states.shape
+        heads, head_dim = self.num_heads, self.head_dim
+        mask = token_mask(attention_mask, length)
+        state = cache.layer_state(self.layer_idx) if cache is not None else None
+        q = self.q_proj(hidden_states).view(batch, length, heads, head_dim, 1)
+        k = zero_padding(self.k_proj(hidden_states), mask)  # (B, T, d): padding never enters the windows
+        v = zero_padding(self.v_proj(hidden_states), mask)
+        k = self.shift(k, state, name="shift_window") + self.shift_skip * k  # (B, T, d)
+        kv = k.view(batch, length, heads, head_dim, 1) * v.view(batch, length, heads, 1, head_dim)  # (B, T, H, D, D)
+        z = self.ssm(kv, state, prefix="kv_ssm")  # (B, T, H, D, D)
+        z = (q * z).sum(dim=3)  # (B, T, H, D): q_iᵀ z'_i
+        return self.out_proj(z.reshape(batch, length, width))  # (B, T, d)

@@ -1,0 +1,53 @@
+"""Linear attention (Katharopoulos et al., 2020; paper 1, Appendix A.4, eqs. 24–31), identity feature map.
+
+    q_i, k_j, v_j = W_q x_i, W_k x_j, W_v x_j          (24, 26)
+    z_i = Σ_{j ≤ i} ⟨q_i, k_j⟩ v_j                      (25, 27: scores are not normalised)
+        = q_i S_i,   S_i = S_{i−1} + k_iᵀ v_i           (30, 31)
+    y_i = W_o z_i                                       (28)
+
+per head, with q scaled by 1/√Dk as in flash-linear-attention's `chunk_linear_attn` (the reference the later
+linear-attention papers use). Training runs the chunked form and decoding the O(Dk·Dv) recurrent step, both from
+`ops.linear_recurrence`; the state is S (B, H, Dk, Dv).
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from .ops.linear_recurrence import linear_recurrence
+from .ops.padding import token_mask
+
+
+class LinearAttention(nn.Module):
+    """Multi-head causal linear attention with a fused QKV projection and no decay.
+
+    Args:
+        config: an `ICLConfig` (uses hidden_size, num_attention_heads, use_bias, scan_chunk_size).
+        layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
+    """
+
+    def __init__(self, config, layer_idx: int):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.chunk_size = config.scan_chunk_size
+        self.num_heads = config.num_attention_heads
+        self.head_dim = config.hidden_size // config.num_attention_heads
+        self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.use_bias)
+        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias)
+
+    def state_size(self) -> int:
+        return self.num_heads * self.head_dim * self.head_dim * 4  # S in float32
+
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+        batch, length, width = hidden_states.shape
+        qkv = self.qkv_proj(hidden_states).view(batch, length, 3, self.num_heads, self.head_dim)
+        query, key, value = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
+        out = linear_recurrence(
+            query * self.head_dim**-0.5,
+            key,
+            value,
+            mask=token_mask(attention_mask, length),
+            state=cache.layer_state(self.layer_idx) if cache is not None else None,
+            chunk_size=self.chunk_size,
+        )  # (B, H, T, D)
+        return self.out_proj(out.transpose(1, 2).reshape(batch, length, width))  # (B, T, d)

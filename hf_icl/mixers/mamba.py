@@ -1,0 +1,144 @@
+"""Mamba (Gu & Dao, 2023, §3.4 and Alg. 2; paper 1, Appendix A.12, eqs. 90–92) and S4-Mamba (paper 5, §3.1).
+
+The mixer is a gated (GAU-style, paper 1 eq. 17) block around a state-space model, as in `mamba_simple.Mamba`:
+
+    x, z = W_in h                              (in_proj: d → 2·d_inner, d_inner = expand·d)
+    x = SiLU(conv1d(x))                        (causal depthwise conv of width `conv_kernel`)
+    y = SSM(x)                                 (S6 below, or input-independent S4D for `s4_mamba`)
+    out = W_out (y ⊙ SiLU(z))
+
+S6 (selective SSM): (δ, B_t, C_t) = x_proj(x_t) with δ of rank `dt_rank`; Δ_t = softplus(dt_proj(δ)) per channel;
+A = −exp(A_log) with the S4D-real init A_log = log(1..N); then the selective scan of `ops/selective_scan.py`
+(h_t = exp(Δ_t A) ⊙ h_{t−1} + Δ_t x_t B_t, y_t = h_t C_t) plus the skip D ⊙ x_t, D initialised to 1. Δ is initialised
+log-uniform in [1e-3, 1e-1] through dt_proj's bias (inverse softplus), dt_proj's weight uniform in ±dt_rank^−½, the
+convolution with PyTorch's default `Conv1d` init; in_proj/out_proj have no biases (all as the reference).
+
+S4-Mamba replaces S6 by the diagonal S4D SSM of `ops/diagonal_ssm.py` (its own D skip included), keeping the
+convolution and the gate (paper 5 §3.1; its reference code multiplies by z itself, we keep Mamba's SiLU(z) gate so
+that the two differ only in the SSM).
+
+Padding: x is zeroed before the convolution and after it, and Δ is zeroed at padded positions, so a padded position
+neither writes into nor decays the state (exp(0·A) = 1). The cache holds the convolution window and the SSM state
+(B, d_inner, N); a decoding step is O(d_inner·N).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+from transformers import initialization as init
+
+from .ops.diagonal_ssm import DiagonalSSM
+from .ops.padding import token_mask, zero_padding
+from .ops.selective_scan import selective_scan, selective_state_update
+from .ops.short_conv import CausalDepthwiseConv
+
+
+class SelectiveSSM(nn.Module):
+    """S6: input-dependent Δ, B, C over `channels` diagonal SSMs of size `state_size`, plus the D skip.
+
+    Args:
+        channels (`int`): d_inner, the number of channels.
+        state_size (`int`): N.
+        dt_rank (`int`): rank of the Δ projection.
+        chunk_size (`int`): chunk length of the CPU scan.
+        dt_min (`float`), dt_max (`float`): range of the log-uniform initialisation of Δ.
+    """
+
+    def __init__(self, channels, state_size, dt_rank, chunk_size, dt_min: float = 1e-3, dt_max: float = 1e-1):
+        super().__init__()
+        self.state_size, self.dt_rank, self.chunk_size = state_size, dt_rank, chunk_size
+        self.dt_min, self.dt_max = dt_min, dt_max
+        self.x_proj = nn.Linear(channels, dt_rank + 2 * state_size, bias=False)
+        self.dt_proj = nn.Linear(dt_rank, channels, bias=True)
+        self.A_log = nn.Parameter(torch.empty(channels, state_size))
+        self.D = nn.Parameter(torch.empty(channels))
+
+    @torch.no_grad()
+    def reset_mixer_parameters(self) -> None:
+        """Reference Mamba init; `transformers.initialization` skips tensors loaded by `from_pretrained`."""
+        channels = self.D.shape[0]
+        init.copy_(self.A_log, torch.log(torch.arange(1, self.state_size + 1.0)).expand(channels, -1))
+        init.ones_(self.D)
+        init.uniform_(self.dt_proj.weight, -(self.dt_rank**-0.5), self.dt_rank**-0.5)
+        log_dt = torch.rand(channels) * (math.log(self.dt_max) - math.log(self.dt_min)) + math.log(self.dt_min)
+        dt = torch.exp(log_dt).clamp(min=1e-4)
+        init.copy_(self.dt_proj.bias, dt + torch.log(-torch.expm1(-dt)))  # softplus⁻¹(dt)
+
+    def state_bytes(self) -> int:
+        return self.A_log.numel() * 4
+
+    def forward(self, x, state=None, mask=None):
+        """Apply S6 to `x` (B, T, d_inner); with a `MixerState`, continue from and update its `ssm_state`."""
+        delta, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], dim=-1)
+        delta = zero_padding(F.softplus(self.dt_proj(delta)), mask)  # (B, T, d_inner)
+        A = -torch.exp(self.A_log.float())  # (d_inner, N)
+        prev = state.get("ssm_state") if state is not None else None  # (B, d_inner, N)
+        if prev is not None and x.shape[1] == 1:
+            y, h = selective_state_update(prev, x[:, 0], delta[:, 0], A, B[:, 0], C[:, 0])
+            y = y[:, None]  # (B, 1, d_inner)
+        else:
+            y, h = selective_scan(x, delta, A, B, C, initial_state=prev, chunk_size=self.chunk_size)
+        if state is not None:
+            state.set("ssm_state", h)
+        return y + x * self.D  # (B, T, d_inner)
+
+
+class MambaMixer(nn.Module):
+    """Mamba-1 mixer: in_proj → causal conv → SiLU → S6 → ⊙ SiLU(z) → out_proj (no biases, as in the reference).
+
+    Args:
+        config: an `ICLConfig` (uses hidden_size, expand, conv_kernel, ssm_state_size, dt_rank, scan_chunk_size).
+        layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
+    """
+
+    def __init__(self, config, layer_idx: int):
+        super().__init__()
+        self.layer_idx = layer_idx
+        inner = config.expand * config.hidden_size
+        self.in_proj = nn.Linear(config.hidden_size, 2 * inner, bias=False)
+        self.conv = CausalDepthwiseConv(inner, config.conv_kernel)
+        self.ssm = self.build_ssm(config, inner)
+        self.out_proj = nn.Linear(inner, config.hidden_size, bias=False)
+
+    @torch.no_grad()
+    def reset_mixer_parameters(self) -> None:
+        """PyTorch's default `Conv1d` init (as in the reference Mamba) instead of the skeleton's normal(0, 0.02)."""
+        conv = self.conv.conv
+        init.kaiming_uniform_(conv.weight, a=math.sqrt(5))
+        init.uniform_(conv.bias, -(conv.kernel_size[0] ** -0.5), conv.kernel_size[0] ** -0.5)
+
+    def build_ssm(self, config, channels: int) -> nn.Module:
+        return SelectiveSSM(channels, config.ssm_state_size, config.dt_rank, config.scan_chunk_size)
+
+    def run_ssm(self, x, state, mask):
+        return self.ssm(x, state, mask)
+
+    def state_size(self) -> int:
+        return self.conv.state_bytes() + self.ssm.state_bytes()
+
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+        mask = token_mask(attention_mask, hidden_states.shape[1])  # (B, T) or None
+        state = cache.layer_state(self.layer_idx) if cache is not None else None
+        x, z = self.in_proj(hidden_states).chunk(2, dim=-1)  # (B, T, d_inner) each
+        x = zero_padding(F.silu(self.conv(zero_padding(x, mask), state)), mask)
+        y = self.run_ssm(x, state, mask)  # (B, T, d_inner)
+        return self.out_proj(y * F.silu(z))  # (B, T, d)
+
+
+class S4MambaMixer(MambaMixer):
+    """S4-Mamba (paper 5 §3.1): the Mamba mixer with S6 replaced by input-independent S4D (`DiagonalSSM`).
+
+    Args:
+        config: as `MambaMixer` (dt_rank and scan_chunk_size unused).
+        layer_idx (`int`): index of the layer.
+    """
+
+    def build_ssm(self, config, channels: int) -> nn.Module:
+        return DiagonalSSM(channels, config.ssm_state_size)
+
+    def run_ssm(self, x, state, mask):
+        return self.ssm(x, state)  # time-invariant: zeroed inputs at pads are enough (see DiagonalSSM)

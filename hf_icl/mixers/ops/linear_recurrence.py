@@ -1,0 +1,240 @@
+"""The linear recurrence shared by linear attention, RetNet and GLA (paper 1, Appendix A.4–A.6):
+
+    S_t = diag(a_t) S_{t−1} + k_tᵀ v_t,   o_t = q_t S_t,   a_t = exp(g_t) ∈ (0, 1]^{Dk}
+
+with g = 0 (linear attention, eq. 30), g_t = log λ_h fixed per head (RetNet, eq. 41) or g_t data-dependent per
+key dimension (GLA, eq. 46 with β = 1).
+
+Chunked form (training): cut T into chunks of C positions. With b_i = Σ_{s ≤ i} g_s inside the chunk,
+
+    o_i = Σ_{j ≤ i in chunk} (q_i ⊙ k_j · exp(b_i − b_j)) v_j   (intra: attention-style, decay mask)
+        + (q_i ⊙ exp(b_i)) S_prev                                 (inter: the state entering the chunk)
+    S_next = diag(exp(b_C)) S_prev + Σ_j (k_j ⊙ exp(b_C − b_j))ᵀ v_j
+
+b is accumulated in float64 and differences of it are taken before exponentiating, so exp(b_i − b_j) (j ≤ i),
+exp(b_C − b_j) and exp(b_i) all have exponents ≤ 0: strong decays underflow harmlessly to 0 instead of
+overflowing. A decay per head (RetNet) gives a (C, C) decay mask. A decay per key dimension (GLA) would need a
+(C, C, Dk) one; instead the fast path factors exp(b_i − b_j) = exp(b_i) · exp(−b_j) into q and k (two matmuls, as
+in GLA's chunk-level form) on every chunk whose total decay stays within SAFE_EXPONENT, where both factors lie in
+[e^−30, e^30] and are exact in float32, and forms the explicit (C, C, Dk) products only on chunks that decay
+harder. Only the state hand-over loops over chunks in Python; time steps are never looped over.
+
+`GatedLinearRecurrenceMixer` is the body RetNet's retention and GLA share around the recurrence.
+
+Recurrent form (decoding): `recurrent_step`, O(Dk·Dv) per token. On CUDA, `chunked_linear_attention` dispatches to
+flash-linear-attention's chunk kernels (`chunk_simple_gla` for none/scalar decays, `chunk_gla` per key dim) when
+they import; the pure path below is their oracle.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from .padding import token_mask, zero_padding
+
+SAFE_EXPONENT = 30.0  # per-key-dim decays: factor exp(b_i − b_j) into q and k while |b| ≤ this inside a chunk
+
+try:  # pragma: no cover - CUDA only
+    from fla.ops.gla import chunk_gla
+    from fla.ops.simple_gla import chunk_simple_gla
+except Exception:  # ImportError, or Triton failing to initialise without a GPU
+    chunk_gla = chunk_simple_gla = None
+
+
+def _fla_chunked(q, k, v, g, initial_state):  # pragma: no cover - CUDA only
+    """fla kernels in their (B, T, H, D) layout; `g` is None, (B, H, T, 1) or (B, H, T, Dk); scale is applied."""
+    q, k, v = (x.transpose(1, 2) for x in (q, k, v))  # (B, T, H, D)
+    state = None if initial_state is None else initial_state.float()
+    if g is not None and g.shape[-1] > 1:
+        out, final = chunk_gla(q, k, v, g.transpose(1, 2), scale=1.0, initial_state=state, output_final_state=True)
+    else:
+        g = None if g is None else g[..., 0].transpose(1, 2)  # (B, T, H)
+        out, final = chunk_simple_gla(q, k, v, g=g, scale=1.0, initial_state=state, output_final_state=True)
+    return out.transpose(1, 2), final
+
+
+def _decay_mask(b, causal):
+    """exp(b_i − b_j) for j ≤ i, else 0: (..., C, C, G) from float64 prefix sums b (..., C, G)."""
+    return (b[..., :, None, :] - b[..., None, :, :]).float().masked_fill(~causal[..., None], float("-inf")).exp()
+
+
+def _intra_scores(q, k, b, causal):
+    """Intra-chunk scores A_ij = Σ_d q_id k_jd exp(b_id − b_jd), j ≤ i: (B, H, N, C, C).
+
+    `b` (B, H, N, C, 1|Dk) are float64 prefix sums of the log decays inside each chunk.
+    """
+    if b.shape[-1] == 1:  # one decay per head: a (C, C) mask
+        return (q @ k.transpose(-1, -2)) * _decay_mask(b, causal)[..., 0]
+    b32 = b.float()
+    # exp(b_i) ≤ 1 always; exp(−b_j) ≤ exp(SAFE_EXPONENT) once clamped, exact wherever the chunk is safe
+    scores = (q * b32.exp()) @ (k * (-b32).clamp(max=SAFE_EXPONENT).exp()).transpose(-1, -2)
+    scores = scores.masked_fill(~causal, 0.0)
+    unsafe = (b32[..., -1, :] < -SAFE_EXPONENT).any(-1)  # (B, H, N): chunks that decay beyond the bound
+    if bool(unsafe.any()):
+        idx = unsafe.nonzero(as_tuple=True)
+        explicit = (_decay_mask(b[idx], causal) * k[idx][:, None] * q[idx][:, :, None]).sum(-1)  # (M, C, C)
+        scores = scores.index_put(idx, explicit)
+    return scores
+
+
+def chunked_linear_attention(q, k, v, log_decay=None, chunk_size: int = 64, initial_state=None):
+    """Chunked parallel form of `S_t = diag(exp(g_t)) S_{t−1} + k_tᵀ v_t`, `o_t = q_t S_t`.
+
+    Args:
+        q, k: (B, H, T, Dk) queries and keys (any scaling already applied to q).
+        v: (B, H, T, Dv) values.
+        log_decay: g ≤ 0, `None` (no decay) or broadcastable to (B, H, T, 1) (one decay per head, fixed or
+            data-dependent) or to (B, H, T, Dk) (one per key dimension).
+        chunk_size: chunk length C.
+        initial_state: (B, H, Dk, Dv) state before the first position, or `None` for zeros.
+
+    Returns:
+        `(out, final_state)`: out (B, H, T, Dv) in v's dtype; final_state (B, H, Dk, Dv) in float32.
+    """
+    batch, heads, length, dk = q.shape
+    dv = v.shape[-1]
+    g = None
+    if log_decay is not None:
+        width = dk if log_decay.shape[-1] == dk else 1
+        g = log_decay.float().expand(batch, heads, length, width)  # (B, H, T, 1|Dk)
+    if q.is_cuda and chunk_simple_gla is not None:  # pragma: no cover - CUDA only
+        return _fla_chunked(q, k, v, g, initial_state)
+    size = max(1, min(chunk_size, length))
+    pad = -length % size
+    n = (length + pad) // size
+    q, k, v = (F.pad(x.float(), (0, 0, 0, pad)).view(batch, heads, n, size, -1) for x in (q, k, v))  # (B,H,N,C,D)
+    state = q.new_zeros(batch, heads, dk, dv) if initial_state is None else initial_state.float()
+    causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()  # (C, C): j ≤ i
+    if g is None:
+        scores = (q @ k.transpose(-1, -2)).masked_fill(~causal, 0.0)  # (B, H, N, C, C)
+        updates = k.transpose(-1, -2) @ v  # (B, H, N, Dk, Dv)
+        totals = updates.cumsum(dim=2)
+        entering = state[:, :, None] + totals - updates  # (B, H, N, Dk, Dv): the state before each chunk
+        out = scores @ v + q @ entering
+        return out.reshape(batch, heads, n * size, dv)[:, :, :length].to(v.dtype), state + totals[:, :, -1]
+    b = F.pad(g, (0, 0, 0, pad)).view(batch, heads, n, size, -1).double().cumsum(dim=3)  # (B, H, N, C, 1|Dk)
+    scores = _intra_scores(q, k, b, causal)  # (B, H, N, C, C)
+    updates = (k * (b[:, :, :, -1:] - b).float().exp()).transpose(-1, -2) @ v  # (B, H, N, Dk, Dv)
+    entering = []
+    for decay, update in zip(b[:, :, :, -1, :, None].float().exp().unbind(2), updates.unbind(2)):
+        entering.append(state)  # unbind (not indexing) keeps the backward O(N)
+        state = decay * state + update
+    out = scores @ v + (q * b.float().exp()) @ torch.stack(entering, dim=2)  # (B, H, N, C, Dv)
+    return out.reshape(batch, heads, n * size, dv)[:, :, :length].to(v.dtype), state
+
+
+def recurrent_step(q, k, v, log_decay=None, state=None):
+    """One step of the recurrence, O(Dk·Dv): the decoding form.
+
+    Args:
+        q, k: (B, H, Dk); v: (B, H, Dv).
+        log_decay: `None` or g ≤ 0 broadcastable to (B, H, 1) or (B, H, Dk).
+        state: (B, H, Dk, Dv) or `None` for zeros.
+
+    Returns:
+        `(out (B, H, Dv), new_state (B, H, Dk, Dv) float32)`.
+    """
+    if state is None:
+        state = q.new_zeros(*q.shape, v.shape[-1], dtype=torch.float32)
+    state = state.float()
+    if log_decay is not None:
+        state = log_decay.float().exp()[..., None] * state
+    state = state + k.float()[..., :, None] * v.float()[..., None, :]  # (B, H, Dk, Dv)
+    out = (q.float()[..., None, :] @ state)[..., 0, :]  # (B, H, Dv)
+    return out.to(v.dtype), state
+
+
+def linear_recurrence(q, k, v, log_decay=None, mask=None, state=None, chunk_size: int = 64):
+    """The mixers' entry point: padding, cache prefill/continuation, and the choice of form.
+
+    Padded positions are no-ops: their key is zeroed (nothing enters the state) and their decay set to 1 (the
+    state does not fade), so a left-padded row, or a padding token decoded through the cache, leaves exactly the
+    state of the unpadded row.
+
+    Args:
+        q, k: (B, H, T, Dk); v: (B, H, T, Dv); log_decay as in `chunked_linear_attention`.
+        mask: (B, T) boolean mask of real tokens (`ops.padding.token_mask`), or `None`.
+        state: the layer's `MixerState`, or `None` without a cache. Its tensor "state" (B, H, Dk, Dv) is
+            continued from when present and replaced by the final state.
+        chunk_size: chunk length of the chunked form.
+
+    Returns:
+        out (B, H, T, Dv).
+    """
+    if mask is not None:
+        k = zero_padding(k.transpose(1, 2), mask).transpose(1, 2)  # (B, H, T, Dk)
+        if log_decay is not None:
+            log_decay = log_decay * mask[:, None, :, None].to(log_decay.dtype)  # (B, H, T, 1|Dk)
+    previous = state.get("state") if state is not None else None
+    if previous is not None and q.shape[2] == 1:
+        step_decay = None if log_decay is None else log_decay.expand(*q.shape[:3], -1)[:, :, 0]
+        out, final = recurrent_step(q[:, :, 0], k[:, :, 0], v[:, :, 0], step_decay, previous)
+        out = out[:, :, None]  # (B, H, 1, Dv)
+    else:
+        out, final = chunked_linear_attention(q, k, v, log_decay, chunk_size, previous)
+    if state is not None:
+        state.set("state", final)
+    return out
+
+
+class GatedLinearRecurrenceMixer(nn.Module):
+    """The body RetNet's retention and GLA share (paper 1, eqs. 32–38 and 43–49): q (scaled by 1/√Dk), k and v per
+    head, the recurrence with the subclass's decay, a per-head norm without affine parameters, the swish output
+    gate and W_o: `y = W_o (swish(W_r x) ⊙ Norm_head(z))`.
+
+    Subclasses define `log_decay(hidden_states)` (g ≤ 0, as in `chunked_linear_attention`) and may override
+    `rotate(query, key, cache)` (position encoding of q and k).
+
+    Args:
+        config: an `ICLConfig` (uses hidden_size, num_attention_heads, use_bias, layer_norm_epsilon,
+            scan_chunk_size).
+        layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
+        key_width (`int`): total width H·Dk of q and k.
+        value_width (`int`): total width H·Dv of v and of the gate r.
+        gate_bias (`bool`): whether W_r has a bias.
+    """
+
+    def __init__(self, config, layer_idx: int, key_width: int, value_width: int, gate_bias: bool):
+        super().__init__()
+        self.config = config
+        self.layer_idx = layer_idx
+        self.num_heads = config.num_attention_heads
+        self.key_dim = key_width // self.num_heads
+        self.value_dim = value_width // self.num_heads
+        width, bias = config.hidden_size, config.use_bias
+        self.q_proj = nn.Linear(width, key_width, bias=bias)
+        self.k_proj = nn.Linear(width, key_width, bias=bias)
+        self.v_proj = nn.Linear(width, value_width, bias=bias)
+        self.g_proj = nn.Linear(width, value_width, bias=gate_bias)
+        self.out_proj = nn.Linear(value_width, width, bias=bias)
+
+    def state_size(self) -> int:
+        return self.num_heads * self.key_dim * self.value_dim * 4  # S in float32
+
+    def log_decay(self, hidden_states):
+        raise NotImplementedError
+
+    def rotate(self, query, key, cache):
+        return query, key
+
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+        batch, length, _ = hidden_states.shape
+        heads = (batch, length, self.num_heads, -1)
+        query, key, value = (
+            proj(hidden_states).view(heads).transpose(1, 2) for proj in (self.q_proj, self.k_proj, self.v_proj)
+        )  # (B, H, T, Dk), (B, H, T, Dk), (B, H, T, Dv)
+        query, key = self.rotate(query, key, cache)
+        out = linear_recurrence(
+            query * self.key_dim**-0.5,
+            key,
+            value,
+            self.log_decay(hidden_states),
+            mask=token_mask(attention_mask, length),
+            state=cache.layer_state(self.layer_idx) if cache is not None else None,
+            chunk_size=self.config.scan_chunk_size,
+        )  # (B, H, T, Dv)
+        out = F.layer_norm(out, (self.value_dim,), eps=self.config.layer_norm_epsilon)  # per head, no affine
+        out = out.transpose(1, 2).reshape(batch, length, -1)  # (B, T, H·Dv)
+        return self.out_proj(F.silu(self.g_proj(hidden_states)) * out)  # (B, T, d)

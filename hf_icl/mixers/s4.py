@@ -1,0 +1,43 @@
+"""S4D token mixer (Gu et al., 2022, "On the parameterization and initialization of diagonal state space models";
+paper 1, Appendix A.9, eqs. 73–78).
+
+d independent diagonal SSMs, one per channel of x (eq. 77–78: S_i = Ā ∘ S_{i−1} + B̄ ∘ x_i, y_i = C ∘ S_i),
+followed, as in the reference S4D layer that paper 1's code uses (safari `S4D`, `activation="gelu"`,
+`postact=None`), by a GELU and a position-wise output projection:
+
+    y = W_o GELU(K * x + D ⊙ x)
+
+Training runs the FFT convolution with the kernel K (eq. 75–76); decoding runs the recurrence, O(d·N) per token.
+"""
+
+from __future__ import annotations
+
+from torch import nn
+
+from .ops.diagonal_ssm import DiagonalSSM
+from .ops.padding import token_mask, zero_padding
+
+
+class S4DMixer(nn.Module):
+    """S4D layer: per-channel diagonal SSM → GELU → output projection.
+
+    Args:
+        config: an `ICLConfig` (uses hidden_size, ssm_state_size, use_bias).
+        layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
+    """
+
+    def __init__(self, config, layer_idx: int):
+        super().__init__()
+        self.layer_idx = layer_idx
+        self.ssm = DiagonalSSM(config.hidden_size, config.ssm_state_size)
+        self.act = nn.GELU()
+        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias)
+
+    def state_size(self) -> int:
+        return self.ssm.state_bytes()
+
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+        x = zero_padding(hidden_states, token_mask(attention_mask, hidden_states.shape[1]))  # (B, T, d)
+        state = cache.layer_state(self.layer_idx) if cache is not None else None
+        y = self.ssm(x, state)  # (B, T, d)
+        return self.out_proj(self.act(y))  # (B, T, d)

@@ -1,0 +1,4 @@
+from .configuration_linear_transformer import ICLLinearTransformerConfig
+from .modeling_linear_transformer import ICLLinearTransformerForCausalLM, ICLLinearTransformerModel
+
+__all__ = ["ICLLinearTransformerConfig", "ICLLinearTransformerForCausalLM", "ICLLinearTransformerModel"]

@@ -1,0 +1,17 @@
+"""`icl_retnet` model classes: the shared skeleton configured by `ICLRetNetConfig`."""
+
+from ...modeling.decoder import ICLForCausalLM, ICLModel
+from .configuration_retnet import ICLRetNetConfig
+
+
+class ICLRetNetModel(ICLModel):
+    """RetNet backbone. Args: config (`ICLRetNetConfig`)."""
+
+    config_class = ICLRetNetConfig
+
+
+class ICLRetNetForCausalLM(ICLForCausalLM):
+    """RetNet language model. Args: config (`ICLRetNetConfig`)."""
+
+    config_class = ICLRetNetConfig
+    base_model_class = ICLRetNetModel

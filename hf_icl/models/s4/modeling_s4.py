@@ -1,0 +1,17 @@
+"""`icl_s4` model classes: the shared skeleton configured by `ICLS4Config`."""
+
+from ...modeling.decoder import ICLForCausalLM, ICLModel
+from .configuration_s4 import ICLS4Config
+
+
+class ICLS4Model(ICLModel):
+    """S4D backbone. Args: config (`ICLS4Config`)."""
+
+    config_class = ICLS4Config
+
+
+class ICLS4ForCausalLM(ICLForCausalLM):
+    """S4D language model. Args: config (`ICLS4Config`)."""
+
+    config_class = ICLS4Config
+    base_model_class = ICLS4Model

@@ -1,0 +1,17 @@
+"""`icl_s4_mamba` model classes: the shared skeleton configured by `ICLS4MambaConfig`."""
+
+from ...modeling.decoder import ICLForCausalLM, ICLModel
+from .configuration_s4_mamba import ICLS4MambaConfig
+
+
+class ICLS4MambaModel(ICLModel):
+    """S4-Mamba backbone. Args: config (`ICLS4MambaConfig`)."""
+
+    config_class = ICLS4MambaConfig
+
+
+class ICLS4MambaForCausalLM(ICLForCausalLM):
+    """S4-Mamba language model. Args: config (`ICLS4MambaConfig`)."""
+
+    config_class = ICLS4MambaConfig
+    base_model_class = ICLS4MambaModel

@@ -1,0 +1,4 @@
+from .configuration_standard_hybrid import ICLStandardHybridConfig
+from .modeling_standard_hybrid import ICLStandardHybridForCausalLM, ICLStandardHybridModel
+
+__all__ = ["ICLStandardHybridConfig", "ICLStandardHybridForCausalLM", "ICLStandardHybridModel"]

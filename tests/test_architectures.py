@@ -1,0 +1,43 @@
+"""Zoo-wide checks: matched parameter counts per size preset, and `train.py` learns with every architecture."""
+
+import json
+
+import pytest
+from test_training import TINY_RUN, run_train
+from transformers import AutoModelForCausalLM
+
+import hf_icl
+from hf_icl.models import ARCHITECTURES, non_embedding_parameters
+
+SIZES = ("tiny", "small", "base")
+
+
+def test_every_architecture_has_the_size_presets():
+    for arch, (config_cls, *_) in ARCHITECTURES.items():
+        assert set(SIZES) <= set(config_cls.PRESETS), arch
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_presets_of_one_size_are_parameter_matched(size):
+    """Non-embedding parameters of every architecture lie within ±15 % of the Transformer's at each size."""
+    counts = {}
+    for arch in hf_icl.list_architectures():
+        model = AutoModelForCausalLM.from_config(hf_icl.config_for(arch, size, vocab_size=20))
+        counts[arch] = non_embedding_parameters(model)
+    reference = counts["transformer"]
+    outside = {arch: n for arch, n in counts.items() if abs(n / reference - 1) > 0.15}
+    assert not outside, f"{size}: transformer has {reference:,}; outside ±15 %: {outside}"
+
+
+@pytest.mark.parametrize("arch", sorted(set(hf_icl.list_architectures()) - {"transformer"}))
+def test_train_py_loss_decreases_in_20_steps(arch, tmp_path):
+    """20 steps of `train.py --architecture <arch>` on a tiny RegBench lower the training loss."""
+    output = tmp_path / "run"
+    result = run_train(
+        [*TINY_RUN, "--architecture", arch, "--max-steps", "20", "--lr", "3e-3", "--log-every", "1"]
+        + ["--batch-size", "16", "--task-option", "n_test=8", "--output-dir", str(output)]
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    losses = [h["loss"] for h in json.loads((output / "metrics.json").read_text())["train"]["history"]]
+    assert len(losses) == 20
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 0.05, losses  # 5-step means: batches of 16 are noisy
