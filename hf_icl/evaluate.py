@@ -13,9 +13,10 @@ from pathlib import Path
 
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from .evaluation.generation_eval import plot_generation_curves
 from .evaluation.length_sweep import plot_length_curve
 from .evaluation.task_evaluators import evaluate_task
-from .tasks import list_tasks, load_task
+from .tasks import list_tasks, task_builder, task_family
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -66,10 +67,14 @@ def main(argv=None) -> dict:
     model = AutoModelForCausalLM.from_pretrained(checkpoint)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     task_config = task_config_of(model.config, args)
-    splits = load_task(args.task, **task_config)
+    builder = task_builder(args.task, **task_config)
+    builder.download_and_prepare()
+    splits = builder.as_dataset()
     if args.max_rows:
         splits[args.split] = splits[args.split].select(range(min(args.max_rows, len(splits[args.split]))))
-    results = evaluate_task(args.task, model, tokenizer, splits, args.split, batch_size=args.batch_size)
+    results = evaluate_task(
+        args.task, model, tokenizer, splits, args.split, batch_size=args.batch_size, config=builder.config
+    )
     metrics = {
         "task": args.task,
         "checkpoint": str(checkpoint),
@@ -80,7 +85,11 @@ def main(argv=None) -> dict:
     }
     output_dir.mkdir(parents=True, exist_ok=True)
     (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
-    if "per_length" in results:
+    if task_family(args.task) == "generation":
+        plot_generation_curves(
+            results, output_dir / "generation_curves.png", f"{metrics['architecture']} on {args.task}"
+        )
+    elif "per_length" in results:
         plot_length_curve(
             results, output_dir / "length_generalization.png", f"{metrics['architecture']} on {args.task}"
         )

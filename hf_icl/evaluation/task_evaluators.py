@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from ..tasks import task_family
+from ..tasks import task_builder, task_family
+from .generation_eval import evaluate_generation
 from .length_sweep import length_sweep
 from .regbench_eval import evaluate_regbench
 
 
-def evaluate_task(task: str, model, tokenizer, splits, split: str = "test", batch_size: int = 64) -> dict:
+def evaluate_task(task: str, model, tokenizer, splits, split: str = "test", batch_size: int = 64, config=None) -> dict:
     """Score `model` (and the task's classical baselines, if any) on `splits[split]`.
 
     Args:
@@ -17,12 +18,16 @@ def evaluate_task(task: str, model, tokenizer, splits, split: str = "test", batc
         splits: the task's `DatasetDict` (the training split gives the longest training length).
         split: which split to score.
         batch_size: sequences per forward pass.
+        config: the builder config that generated `splits` (generation tasks; default: the task's defaults).
 
     Returns:
-        The evaluator's results: `{"model": {...}, ...}` plus `baselines` (RegBench) or `per_length`
-        (formal languages).
+        The evaluator's results: `{"model": {...}, ...}` plus `baselines` (RegBench, generation tasks) and
+        `per_length` (formal languages, generation tasks grouped by length).
     """
     family = task_family(task)
+    if family == "generation":
+        config = config if config is not None else task_builder(task).config
+        return evaluate_generation(task, model, tokenizer, splits[split], config, batch_size=batch_size)
     if family == "regbench":
         return evaluate_regbench(model, tokenizer, splits[split], batch_size=batch_size)
     if family == "formal_language":

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import datasets
 
+from . import copying, phonebook, recall
+from .generative import GenerationTask
 from .regbench import CONFIG_FIELDS as _REGBENCH_FIELDS
 from .regbench import RegBenchBuilder
 from .regular_languages import LANGUAGES, RegularLanguageBuilder, task_fields
@@ -18,13 +20,24 @@ from .regular_languages import LANGUAGES, RegularLanguageBuilder, task_fields
 TASKS: dict[str, tuple[type[datasets.GeneratorBasedBuilder], str | None]] = {
     "regbench": (RegBenchBuilder, None),
     **{language: (RegularLanguageBuilder, language) for language in LANGUAGES},
+    **{task: (copying.CopyingBuilder, task) for task in copying.TASK_NAMES},
+    "phonebook": (phonebook.PhonebookBuilder, "phonebook"),
+    "associative_recall": (recall.RecallBuilder, "associative_recall"),
+    "mqar": (recall.RecallBuilder, "mqar"),
 }
 """Task name -> (builder class, fixed config name or ``None`` for a free choice of config)."""
 
 _OVERRIDES: dict[str, tuple[str, ...]] = {
     "regbench": _REGBENCH_FIELDS,
     **{language: task_fields(language) for language in LANGUAGES},
+    **{task: copying.task_fields(task) for task in copying.TASK_NAMES},
+    "phonebook": phonebook.CONFIG_FIELDS,
+    "associative_recall": recall.AR_FIELDS,
+    "mqar": recall.MQAR_FIELDS,
 }
+
+GENERATION_TASKS: dict[str, GenerationTask] = {**copying.SPECS, "phonebook": phonebook.SPEC, **recall.SPECS}
+"""Tasks scored by greedy generation (family ``generation``) -> how each is tokenized, trained on and scored."""
 
 
 def list_tasks() -> list[str]:
@@ -37,13 +50,15 @@ def list_tasks() -> list[str]:
 
 
 def task_family(name: str) -> str:
-    """`regbench` or `formal_language`: decides the tokenizer, label masking and evaluator of a task.
+    """`regbench`, `formal_language` or `generation`: decides the tokenizer, label masking and evaluator of a task.
 
     Args:
         name: task name, one of :func:`list_tasks`.
     """
     if name not in TASKS:
         raise ValueError(f"task={name!r} is not one of: {', '.join(list_tasks())}")
+    if name in GENERATION_TASKS:
+        return "generation"
     return "regbench" if TASKS[name][0] is RegBenchBuilder else "formal_language"
 
 
@@ -74,6 +89,17 @@ def load_task(name: str, cache_dir: str | None = None, config_name: str | None =
     Raises:
         ValueError: unknown task name, config name or override key (before any generation).
     """
+    builder = task_builder(name, cache_dir, config_name, **overrides)
+    builder.download_and_prepare()
+    return builder.as_dataset()
+
+
+def task_builder(name: str, cache_dir: str | None = None, config_name: str | None = None, **overrides):
+    """The validated, not yet prepared builder behind :func:`load_task` (its ``config`` is the resolved config).
+
+    Args:
+        name, cache_dir, config_name, **overrides: as for :func:`load_task`.
+    """
     if name not in TASKS:
         raise ValueError(f"task={name!r} is not one of: {', '.join(list_tasks())}")
     builder_cls, fixed_config = TASKS[name]
@@ -85,6 +111,4 @@ def load_task(name: str, cache_dir: str | None = None, config_name: str | None =
     config_name = config_name or fixed_config or builder_cls.DEFAULT_CONFIG_NAME
     if config_name not in configs:
         raise ValueError(f"config_name={config_name!r} is not one of: {', '.join(configs)}")
-    builder = builder_cls(config_name=config_name, cache_dir=cache_dir, **overrides)
-    builder.download_and_prepare()
-    return builder.as_dataset()
+    return builder_cls(config_name=config_name, cache_dir=cache_dir, **overrides)

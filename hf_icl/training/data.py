@@ -9,7 +9,7 @@ import torch
 from torch.utils.data import Sampler
 from transformers.trainer_pt_utils import get_length_grouped_indices
 
-from ..tasks import load_task, task_family
+from ..tasks import GENERATION_TASKS, load_task, task_builder, task_family
 from ..tasks.regular_languages import causal_lm_example
 from ..tokenization import formal_language_tokenizer, regbench_tokenizer
 
@@ -23,12 +23,14 @@ class TaskBundle:
         train: tokenized training split with `input_ids` and `labels`.
         splits: the raw splits (for evaluation).
         description: run-config facts to record (e.g. whether `|` labels were trained).
+        config: the builder config of `splits` (generation tasks; `None` otherwise).
     """
 
     tokenizer: object
     train: object
     splits: object
     description: dict
+    config: object = None
 
 
 class LengthGroupedEpochSampler(Sampler):
@@ -122,6 +124,31 @@ def formal_language_bundle(args) -> TaskBundle:
     return TaskBundle(tokenizer, train, splits, description)
 
 
+def generation_bundle(args) -> TaskBundle:
+    """Copying and retrieval tasks (P4, P1 AR, zoology MQAR): labels from the task's `training_example`."""
+    options = dict(args.task_options)
+    if args.n_train:
+        options["n_train"] = args.n_train
+    builder = task_builder(args.task, seed=args.task_seed, **options)
+    builder.download_and_prepare()
+    splits, spec = builder.as_dataset(), GENERATION_TASKS[args.task]
+    tokenizer = spec.tokenizer(builder.config)
+    vocab = tokenizer.get_vocab()
+
+    def encode(batch):
+        ids, labels = [], []
+        for values in zip(*batch.values()):
+            text, targets = spec.training_example(dict(zip(batch, values)))
+            ids.append([vocab[c] for c in text])  # one character is one token
+            labels.append([-100 if t is None else vocab[t] for t in targets])
+        return {"input_ids": ids, "labels": labels}
+
+    train = splits["train"].map(encode, batched=True, remove_columns=splits["train"].column_names)
+    description = {"n_train": len(splits["train"]), "format": spec.description, "task_config": builder.config.name}
+    return TaskBundle(tokenizer, train, splits, description, builder.config)
+
+
 def task_bundle(args) -> TaskBundle:
     """The training bundle of `args.task`."""
-    return {"regbench": regbench_bundle, "formal_language": formal_language_bundle}[task_family(args.task)](args)
+    bundles = {"regbench": regbench_bundle, "formal_language": formal_language_bundle, "generation": generation_bundle}
+    return bundles[task_family(args.task)](args)

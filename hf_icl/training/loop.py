@@ -89,7 +89,7 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
     with accelerator.main_process_first():
         bundle = task_bundle(args)
     config = config_for(args.architecture, args.preset, vocab_size=len(bundle.tokenizer), **args.overrides)
-    config.pad_token_id = config.eos_token_id = bundle.tokenizer.pad_token_id
+    config.pad_token_id, config.eos_token_id = bundle.tokenizer.pad_token_id, bundle.tokenizer.eos_token_id
     model = AutoModelForCausalLM.from_config(config)
     per_process_batch = max(1, args.batch_size // accelerator.num_processes)
     lengths = [len(ids) for ids in bundle.train["input_ids"]]
@@ -171,7 +171,9 @@ def finish_run(args, bundle, model, state, total_steps, steps_per_epoch, checksu
     """Evaluate on the test split, write the checkpoint folder, reports and model card; push if asked."""
     from ..hub import push_folder, render_model_card
 
-    test = evaluate_task(args.task, model, bundle.tokenizer, bundle.splits, "test", args.eval_batch_size)
+    test = evaluate_task(
+        args.task, model, bundle.tokenizer, bundle.splits, "test", args.eval_batch_size, config=bundle.config
+    )
     metrics = {
         "task": args.task,
         "architecture": args.architecture,

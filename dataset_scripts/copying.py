@@ -1,0 +1,164 @@
+"""Export the copying and retrieval tasks (P4 §3–4, P1 §3.3, zoology MQAR; DESIGN §4, §5.6) to a Hub-layout folder.
+
+    python dataset_scripts/copying.py --output data/copying [--configs copy lookup_suffix mqar ...] \\
+        [--n-train N --seed S ...] [--cache-dir DIR] [--push-to-hub ORG/copying]
+
+One Hub config per task: ``copy``, ``copy_dup_ngram``, ``lookup_suffix``, ``lookup_prefix``, ``phonebook``,
+``associative_recall``, ``mqar``. Writes ``<output>/<config>/<split>-00000-of-00001.parquet`` and
+``<output>/README.md`` (YAML ``configs:`` plus the card) through :mod:`hf_icl.hub.dataset_export`; then
+``datasets.load_dataset("<output>", "<config>")`` works offline. An override applies to every config that has
+the field (``--n-train`` to all; ``--n-per-length`` to the copy, lookup and phone-book tasks; ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from hf_icl.hub.dataset_export import (
+    add_export_arguments,
+    build_configs,
+    front_matter,
+    render_readme,
+    run_export,
+    write_folder,
+)
+from hf_icl.tasks import GENERATION_TASKS, task_builder, task_option_fields
+from hf_icl.tasks.copying import CITATION as P4_CITATION
+from hf_icl.tasks.recall import ZOOLOGY_CITATION
+
+EXPORT_CONFIGS: tuple[str, ...] = tuple(GENERATION_TASKS)
+"""Hub config names (one per task)."""
+
+_NON_INT_FIELDS = {"power_a", "random_non_queries"}
+_INT_FIELDS = sorted({f for task in EXPORT_CONFIGS for f in task_option_fields(task)} - _NON_INT_FIELDS)
+
+_CARD = """# Copying and retrieval tasks
+
+Synthetic copying and retrieval tasks judged by what a model *generates*: greedy decoding, string-level exact
+match (the answer, then the EOS `.` where the task has one) and character accuracy, per length. From *Repeat After
+Me: Transformers are Better than State Space Models at Copying* (Jelassi et al., ICML 2024; P4), the associative
+recall of *In-Context Language Learning* (Akyürek et al., ICML 2024, §3.3) and zoology's multi-query associative
+recall (Arora et al., 2023).
+
+Generated with `hf_icl` (`dataset_scripts/copying.py`){overrides}.
+
+## Tasks
+
+- `copy`: `$ s | s .` with `s` uniform over a–z (`$` BOS, `|` separator, `.` EOS). Training rows pack whole
+  examples into `context_len` characters; the example cut off at the end has no answer span (no loss).
+- `copy_dup_ngram`: trained like `copy`; test strings have one n-gram copied over another place (n = 1..8), the
+  two copies followed (and, where both are, preceded) by different letters.
+- `lookup_suffix` `$ s | g ans .` and `lookup_prefix` `$ g | s | ans .`: the key `g` (an n-gram) occurs exactly
+  once in `s`; `ans` is what follows it.
+- `phonebook`: a book of `First Last: ddd-ddd-dddd` lines, a blank line, 2 lines repeated as shots, a blank line,
+  then `First Last: ` of another entry; the answer is its number.
+- `associative_recall`: `k1 v1 … kn vn > kq vq` over P1's vocabulary of 40 (keys `a`–`s`, values `A`–`S`),
+  n = 191 pairs; the answer is the last symbol.
+- `mqar`: zoology's generator; token `i` is the character `chr(0x4E00 + i)`. Each key is queried once at a gap
+  drawn with p(g) ∝ g^(a−1); `answers[j]` is the value expected at `query_positions[j]`.
+
+| config | settings |
+|---|---|
+{table}
+
+## Statistics
+
+| config | split | rows | scored answers | answer length | sequence length |
+|---|---|---|---|---|---|
+{stats}
+
+## Fields
+
+- span tasks: `text` (the sequence), `answer_starts` / `answer_ends` (each answer is
+  `text[answer_starts[i]:answer_ends[i]]`, its prompt everything before it), `lengths` (string length or number
+  of phone-book entries per answer), `ngrams` (copy tasks: duplicated n or key length).
+- `mqar`: `text`, `query_positions`, `answers`.
+- Tokenizers: `hf_icl.tokenization.copy_tokenizer()`, `phonebook_tokenizer()`, `associative_recall_tokenizer()`,
+  `mqar_tokenizer(V)`; one character is one token.
+
+## Citation
+
+```bibtex
+{citation}
+```
+"""
+
+
+def split_statistics(rows) -> str:
+    """Markdown cells ``rows | answers | answer length | sequence length`` for one split."""
+    if not len(rows):
+        return "0 | 0 | – | –"
+    if "answers" in rows.column_names:  # mqar: one token per query
+        count, answer_lengths = sum(len(a) for a in rows["answers"]), [1]
+    else:
+        starts, ends = rows["answer_starts"], rows["answer_ends"]
+        answer_lengths = [e - s for row_s, row_e in zip(starts, ends) for s, e in zip(row_s, row_e)]
+        count = len(answer_lengths)
+    lengths = np.array([len(t) for t in rows["text"]])
+    return (
+        f"{len(rows)} | {count} | {min(answer_lengths)}–{max(answer_lengths)} | "
+        f"{lengths.min()}–{lengths.max()} (mean {lengths.mean():.1f})"
+    )
+
+
+def _settings(name: str, config) -> str:
+    return ", ".join(f"{field}={getattr(config, field)}" for field in task_option_fields(name))
+
+
+def render_card(configs: dict, stats: dict, overrides: dict) -> str:
+    """README.md: YAML front matter listing every config's data files, then the card."""
+    front = front_matter(
+        configs,
+        "copy" if "copy" in configs else next(iter(configs)),
+        pretty_name="Copying and retrieval tasks (Repeat After Me, associative recall, MQAR)",
+        license="apache-2.0",
+        task_categories=["text-generation"],
+        tags=["in-context-learning", "copying", "associative-recall", "length-generalization", "synthetic"],
+    )
+    body = _CARD.format(
+        overrides=f", with overrides {overrides}" if overrides else "",
+        table="\n".join(f"| {name} | {_settings(name, cfg)} |" for name, cfg in configs.items()),
+        stats="\n".join(f"| {c} | {s} | {v} |" for (c, s), v in stats.items()),
+        citation=P4_CITATION + "\n\n" + ZOOLOGY_CITATION,
+    )
+    return render_readme(front, body)
+
+
+def export(output: Path, configs: list[str], overrides: dict, cache_dir: str | None = None) -> Path:
+    """Generates every config and writes the Hub-layout folder.
+
+    Args:
+        output: destination folder (created).
+        configs: Hub config names (from :data:`EXPORT_CONFIGS`).
+        overrides: field overrides, each applied to the configs that have the field.
+        cache_dir: ``datasets`` cache directory.
+    """
+
+    def make_builder(name):
+        fields = task_option_fields(name)
+        return task_builder(name, cache_dir, **{k: v for k, v in overrides.items() if k in fields})
+
+    built, used, stats = build_configs(make_builder, configs, split_statistics)
+    return write_folder(output, built, render_card(used, stats, overrides))
+
+
+def main(argv: list[str] | None = None) -> Path:
+    """Command-line entry point (see module docstring)."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_export_arguments(parser)
+    parser.add_argument(
+        "--configs", nargs="+", default=list(EXPORT_CONFIGS), choices=list(EXPORT_CONFIGS), metavar="CONFIG"
+    )
+    for field in _INT_FIELDS:
+        parser.add_argument(f"--{field.replace('_', '-')}", type=int, help=f"override {field} where it exists")
+    parser.add_argument("--power-a", type=float, help="override mqar's power_a")
+    args = parser.parse_args(argv)
+    overrides = {f: getattr(args, f) for f in [*_INT_FIELDS, "power_a"] if getattr(args, f) is not None}
+    return run_export(args, lambda: export(args.output, args.configs, overrides, args.cache_dir))
+
+
+if __name__ == "__main__":
+    main()
