@@ -19,7 +19,7 @@ def test_every_architecture_has_the_size_presets():
 
 @pytest.mark.parametrize("size", SIZES)
 def test_presets_of_one_size_are_parameter_matched(size):
-    """Non-embedding parameters of every architecture lie within ±15 % of the Transformer's at each size."""
+    """Non-embedding parameters: every architecture within ±15 % of the Transformer, and of every other one."""
     counts = {}
     for arch in hf_icl.list_architectures():
         model = AutoModelForCausalLM.from_config(hf_icl.config_for(arch, size, vocab_size=20))
@@ -27,6 +27,10 @@ def test_presets_of_one_size_are_parameter_matched(size):
     reference = counts["transformer"]
     outside = {arch: n for arch, n in counts.items() if abs(n / reference - 1) > 0.15}
     assert not outside, f"{size}: transformer has {reference:,}; outside ±15 %: {outside}"
+    largest, smallest = max(counts, key=counts.get), min(counts, key=counts.get)
+    assert counts[largest] <= 1.15 * counts[smallest], (
+        f"{size}: {largest} {counts[largest]:,} vs {smallest} {counts[smallest]:,}"
+    )
 
 
 @pytest.mark.parametrize("arch", sorted(set(hf_icl.list_architectures()) - {"transformer"}))

@@ -15,7 +15,8 @@ class ICLHyenaConfig(ICLConfig):
     longer inputs extrapolate the filters. Paper 1's reference code used `filter_order=64` at d=64, L=2, which
     puts about a third more parameters in the tiny model than the Transformer's; presets therefore widen the filter
     FFN with the model: `tiny` (d=64, L=2, width 16, the safari `HyenaFilter` default), `small` (d=128, L=4,
-    width 32), `base` (d=256, L=8, width 64). Defaults are the `small` preset.
+    width 32), `base` (d=256, L=8, width 64), with MLPs of 240/496/1000 (not 4d) so that every preset stays within a few
+    per cent of the other architectures of its size. Defaults are the `small` preset.
 
     Args:
         See `ICLConfig`; this class only changes defaults.
@@ -23,9 +24,9 @@ class ICLHyenaConfig(ICLConfig):
 
     model_type = "icl_hyena"
     PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=2, hyena_filter_size=16),
-        "small": dict(hidden_size=128, num_hidden_layers=4, hyena_filter_size=32),
-        "base": dict(hidden_size=256, num_hidden_layers=8, hyena_filter_size=64),
+        "tiny": dict(hidden_size=64, num_hidden_layers=2, hyena_filter_size=16, intermediate_size=240),
+        "small": dict(hidden_size=128, num_hidden_layers=4, hyena_filter_size=32, intermediate_size=496),
+        "base": dict(hidden_size=256, num_hidden_layers=8, hyena_filter_size=64, intermediate_size=1000),
     }
 
     mixer: str = "hyena"

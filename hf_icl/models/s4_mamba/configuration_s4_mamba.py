@@ -12,7 +12,7 @@ class ICLS4MambaConfig(ICLConfig):
     S4D SSM (state N = `ssm_state_size`); the convolution and the SiLU gate stay. No FFN, no position embedding.
 
     An S4-Mamba block has 3·expand·d² + (2N + conv_kernel + 3)·expand·d parameters. Presets keep the Transformer
-    presets' widths: `tiny` (d=64, L=3), `small` (d=128, L=7), `base` (d=256, L=15). Defaults are `small`.
+    presets' widths with N = 32: `tiny` (d=64, L=3), `small` (d=128, L=7), `base` (d=256, L=15). Defaults are `small`.
 
     Args:
         See `ICLConfig`; this class only changes defaults.
@@ -20,12 +20,13 @@ class ICLS4MambaConfig(ICLConfig):
 
     model_type = "icl_s4_mamba"
     PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=3),
-        "small": dict(hidden_size=128, num_hidden_layers=7),
-        "base": dict(hidden_size=256, num_hidden_layers=15),
+        "tiny": dict(hidden_size=64, num_hidden_layers=3, ssm_state_size=32),
+        "small": dict(hidden_size=128, num_hidden_layers=7, ssm_state_size=32),
+        "base": dict(hidden_size=256, num_hidden_layers=15, ssm_state_size=32),
     }
 
     mixer: str = "s4_mamba"
     ffn: str = "none"
     num_hidden_layers: int = 7
+    ssm_state_size: int = 32
     position_embedding: str = "nope"

@@ -13,7 +13,7 @@ class ICLStandardHybridConfig(ICLConfig):
 
     Unless `mixer_types` is given, it is built from `num_hidden_layers` by that alternation. One attention + Mamba
     pair (≈ 11d² parameters) counts as one paper-5 layer, as a Transformer layer (≈ 12d²) does, so the presets are
-    the Transformer presets with twice the blocks: `tiny` (d=64, L=4), `small` (d=128, L=8), `base` (d=256, L=16).
+    the Transformer presets with twice the blocks: `tiny` (d=64, L=4), `small` (d=128, L=8), `base` (d=256, L=18: 16 would fall 11 % short of the Transformer base).
     Defaults are the `small` preset.
 
     Args:
@@ -24,7 +24,7 @@ class ICLStandardHybridConfig(ICLConfig):
     PRESETS: ClassVar[dict[str, dict]] = {
         "tiny": dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=2),
         "small": dict(hidden_size=128, num_hidden_layers=8, num_attention_heads=2),
-        "base": dict(hidden_size=256, num_hidden_layers=16, num_attention_heads=4),
+        "base": dict(hidden_size=256, num_hidden_layers=18, num_attention_heads=4),
     }
 
     ffn: str = "none"
