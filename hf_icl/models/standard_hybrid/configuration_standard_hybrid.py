@@ -13,8 +13,8 @@ class ICLStandardHybridConfig(ICLConfig):
 
     Unless `mixer_types` is given, it is built from `num_hidden_layers` by that alternation. One attention + Mamba
     pair (≈ 11d² parameters) counts as one paper-5 layer, as a Transformer layer (≈ 12d²) does, so the presets are
-    the Transformer presets with twice the blocks: `tiny` (d=64, L=4), `small` (d=128, L=8), `base` (d=256, L=18: 16 would fall 11 % short of the Transformer base).
-    Defaults are the `small` preset.
+    the Transformer presets with twice the blocks: `tiny` (d=64, L=4), `small` (d=128, L=8), `base` (d=256, L=18;
+    16 would fall 11 % short of the Transformer base). Defaults are the `small` preset.
 
     Args:
         See `ICLConfig`; this class only changes defaults and the default per-layer list.
