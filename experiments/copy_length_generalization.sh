@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 OUT=${OUTPUT_ROOT:-outputs/copy-length-generalization}
 export OMP_NUM_THREADS=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 COMMON=(--task copy --preset tiny --max-steps "${STEPS:-1500}" --batch-size 16 --lr 3e-3 --warmup-ratio 0.05
-        --seed 0 --threads 1 --report-to none --checkpoint-every 100000 --log-every 20 --overwrite
+        --seed 0 --threads 1 --report-to none --checkpoint-every 100000 --log-every 20
         --n-train 8000 --task-option context_len=220 --task-option train_min_length=1
         --task-option train_max_length=20 --task-option test_min_length=10 --task-option test_max_length=80
         --task-option test_length_step=10 --task-option "n_per_length=${N_PER_LENGTH:-64}")
@@ -35,7 +35,13 @@ for name in transformer_hard_alibi transformer_nope transformer_rope mamba lstm;
     echo "skipping $name: architecture '${run[1]}' is not registered in hf_icl" >&2
     continue
   fi
-  python train.py "${run[@]}" "${COMMON[@]}" --output-dir "$OUT/$name"
+  if [[ -f "$OUT/$name/metrics.json" ]]; then  # finished runs are reused, never overwritten
+    echo "reusing $OUT/$name" >&2
+  else
+    resume=()
+    [[ -d "$OUT/$name" ]] && resume=(--resume)
+    python train.py "${run[@]}" "${COMMON[@]}" "${resume[@]}" --output-dir "$OUT/$name"
+  fi
   DONE+=("$OUT/$name/metrics.json")
 done
 python -m hf_icl.evaluation.generation_eval "${DONE[@]}" --plot "$OUT/copy_length_generalization.png" \
