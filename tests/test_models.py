@@ -14,11 +14,13 @@ import hf_icl
 from hf_icl.tokenization import regbench_tokenizer
 
 ARCHS = hf_icl.list_architectures()
-# Every architecture at its defaults, plus the variants that change the forward pass (position schemes).
+# Every architecture at its defaults, plus the variants that change the forward pass (position schemes, and n-gram
+# heads inserted after the first layer and in place of the last).
 VARIANTS = (
     {arch: {} for arch in ARCHS}
     | {f"transformer-{scheme}": {"position_embedding": scheme} for scheme in ("rope", "alibi", "nope")}
     | {"transformer-hard_alibi": {"position_embedding": "hard_alibi", "num_masked_heads": 1}}
+    | {"gla-ngram": {"ngram_heads": [{"layer": 0, "orders": [1, 2]}, {"layer": -1, "orders": [3], "replace": True}]}}
 )
 
 
