@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import json
-import subprocess
 import sys
 from pathlib import Path
 
 import torch
-from common import median_time, print_table
+from common import median_time, peak_memory_mib, print_table
 
 from hf_icl.mixers.ngram import ngram_head_average
 
@@ -49,32 +47,18 @@ def reference_peak_gib(batch: int, length: int, order: int) -> float:
     return batch * length * length * (16 * order + 10) / 2**30
 
 
-PEAK_PROBE = """
-import json, sys, torch
-sys.path.insert(0, {here!r})
-import ngram_head as bench
-torch.set_num_threads(1)
-fn = bench.figure7() if {reference} else bench.ngram_head_average
-ids, hidden = bench.inputs({batch}, {length})
-
-def peak_kib():
-    return int(open("/proc/self/status").read().split("VmHWM:")[1].split()[0])
-
-open("/proc/self/clear_refs", "w").write("5")  # reset the peak inherited from imports
-before = peak_kib()
-with torch.no_grad():
-    out = fn(ids, hidden, {order}, 1) if not {reference} else fn(ids, hidden, shift_step=1, ngram={order})
-print(json.dumps((peak_kib() - before) / 1024))
-"""
-
-
-def peak_memory_mib(reference: bool, batch: int, length: int, order: int) -> float:
+def peak_head_mib(reference: bool, batch: int, length: int, order: int) -> float:
     """Peak resident-set growth of one forward call, measured in a fresh process (Linux VmHWM)."""
-    code = PEAK_PROBE.format(
-        here=str(Path(__file__).parent), reference=reference, batch=batch, length=length, order=order
+    setup = (
+        "import torch\nimport ngram_head as bench\ntorch.set_num_threads(1)\n"
+        f"fn = bench.figure7() if {reference} else bench.ngram_head_average\n"
+        f"ids, hidden = bench.inputs({batch}, {length})"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return max(json.loads(out.stdout.strip().splitlines()[-1]), 0.01)
+    call = (
+        "with torch.no_grad():\n"
+        f"    out = fn(ids, hidden, {order}, 1) if not {reference} else fn(ids, hidden, shift_step=1, ngram={order})"
+    )
+    return peak_memory_mib(setup, call)
 
 
 def main():
@@ -98,7 +82,7 @@ def main():
                 notes.append(
                     f"n={order} T={length}: Figure 7 at batch {batch} would need ~{estimate:.1f} GiB "
                     f"(> --reference-limit-gib {args.reference_limit_gib}), so both are measured at batch 1; "
-                    f"ours at batch {batch}: {alone:.4g} s, {peak_memory_mib(False, batch, length, order):.4g} MiB"
+                    f"ours at batch {batch}: {alone:.4g} s, {peak_head_mib(False, batch, length, order):.4g} MiB"
                 )
                 batch = 1
             ids, hidden = inputs(batch, length)
@@ -110,7 +94,7 @@ def main():
                 t_ref = median_time(lambda: reference(ids, hidden, shift_step=1, ngram=order), args.repeats, 1)  # noqa: B023
             time_rows.append((case, t_ours, t_ref))
             memory_rows.append(
-                (case, peak_memory_mib(False, batch, length, order), peak_memory_mib(True, batch, length, order))
+                (case, peak_head_mib(False, batch, length, order), peak_head_mib(True, batch, length, order))
             )
             print(f"done {case}: {t_ref / t_ours:.0f}x faster", file=sys.stderr)
     print(f"n-gram head A(n)·h, shift 1: d={WIDTH}, vocabulary {VOCAB}, threads={torch.get_num_threads()}, fp32\n")

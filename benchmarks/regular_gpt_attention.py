@@ -12,13 +12,9 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
-import subprocess
-import sys
-from pathlib import Path
 
 import torch
-from common import median_time, print_table
+from common import median_time, peak_memory_mib, print_table
 from transformers import AutoModelForCausalLM
 
 import hf_icl
@@ -53,29 +49,13 @@ def build(dense: bool, preset: str):
     return model
 
 
-PEAK_RSS_PROBE = """
-import json, sys, torch
-sys.path.insert(0, {here!r})
-from regular_gpt_attention import build
-
-def peak_kib():
-    status = open("/proc/self/status").read()
-    return int(status.split("VmHWM:")[1].split()[0])
-
-model, x = build({dense}, {preset!r}), torch.ones(1, {length}, dtype=torch.long)
-open("/proc/self/clear_refs", "w").write("5")  # reset the peak (it is inherited from the parent otherwise)
-before = peak_kib()
-with torch.no_grad():
-    model(x)
-print(json.dumps((peak_kib() - before) / 1024))
-"""
-
-
-def peak_memory_mib(dense: bool, length: int, preset: str) -> float:
+def peak_forward_mib(dense: bool, length: int, preset: str) -> float:
     """Peak resident-set growth of one forward pass, measured in a fresh process (Linux VmHWM)."""
-    code = PEAK_RSS_PROBE.format(here=str(Path(__file__).parent), dense=dense, preset=preset, length=length)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    return max(json.loads(out.stdout.strip().splitlines()[-1]), 0.01)
+    setup = (
+        "import torch\nfrom regular_gpt_attention import build\n"
+        f"model, x = build({dense}, {preset!r}), torch.ones(1, {length}, dtype=torch.long)"
+    )
+    return peak_memory_mib(setup, "with torch.no_grad():\n    model(x)")
 
 
 def main():
@@ -93,7 +73,7 @@ def main():
             t_ours = median_time(lambda x=x: ours(x), repeats=args.repeats, warmup=1)
             t_ref = median_time(lambda x=x: reference(x), repeats=args.repeats, warmup=1)
         time_rows.append((f"forward T={length}", t_ours, t_ref))
-        mem_ours, mem_ref = peak_memory_mib(False, length, args.preset), peak_memory_mib(True, length, args.preset)
+        mem_ours, mem_ref = peak_forward_mib(False, length, args.preset), peak_forward_mib(True, length, args.preset)
         memory_rows.append((f"peak memory T={length}", mem_ours, mem_ref))
     config = ours.config
     print(
