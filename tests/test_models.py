@@ -118,6 +118,9 @@ def test_generate_modes(arch):
 @pytest.mark.parametrize("arch", sorted(VARIANTS))
 def test_save_load_round_trip(arch, tmp_path):
     model = variant_model(arch)
+    with torch.no_grad():  # move every weight off its initial value, so a load that re-initialises cannot pass
+        for parameter in model.parameters():
+            parameter.add_(0.05 * torch.randn_like(parameter))
     model.save_pretrained(tmp_path)
     assert (tmp_path / "model.safetensors").exists()
     loaded = AutoModelForCausalLM.from_pretrained(tmp_path).eval()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import torch
 from torch import nn
+from transformers import initialization as init
 
 
 def dilated_key_indices(query_len: int, key_len: int, chunk_size: int, dilation: int, device):
@@ -46,7 +47,7 @@ class SlidingDilatedAttention(nn.Module):
         return None  # keys and values grow with the sequence, as in attention
 
     def reset_mixer_parameters(self) -> None:
-        nn.init.zeros_(self.offset_bias)
+        init.zeros_(self.offset_bias)  # transformers' initialiser: leaves loaded weights alone
 
     def forward(
         self,
