@@ -32,12 +32,11 @@ def dense_pattern(length: int, dilation: int, chunk_size: int):
 
 def dense_forward(self, hidden_states, attention_mask=None, cache=None, dilation=1, **kwargs):
     """The same layer with a dense (T, T) eq. (1) mask: O(T²) time and memory."""
-    batch, length, width = hidden_states.shape
-    q, k, v = self.qkv_proj(hidden_states).view(batch, length, 3, self.num_heads, -1).permute(2, 0, 3, 1, 4)
-    allowed, step = dense_pattern(length, dilation, self.chunk_size)
+    q, k, v = self.split_heads(hidden_states)  # each (B, H, T, D)
+    allowed, step = dense_pattern(hidden_states.shape[1], dilation, self.chunk_size)
     mask = torch.where(allowed, self.offset_bias[:, step.long()], torch.finfo(q.dtype).min)[None]  # (1, H, T, T)
     out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)  # (B, H, T, D)
-    return self.out_proj(out.transpose(1, 2).reshape(batch, length, width))
+    return self.merge_heads(out.transpose(1, 2))
 
 
 def build(dense: bool, preset: str):

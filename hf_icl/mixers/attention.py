@@ -16,6 +16,7 @@ import torch
 from torch import nn
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
+from .ops.heads import FusedQKVMixer
 from .positions import MASKED_SCHEMES, relative_position_mask, rope_rotate
 
 
@@ -50,7 +51,7 @@ def causal_padding_mask(attention_mask: torch.Tensor | None, query_len: int, key
     return mask
 
 
-class CausalSelfAttention(nn.Module):
+class CausalSelfAttention(FusedQKVMixer):
     """Multi-head causal self-attention with a fused QKV projection (GPT-2 layout).
 
     Args:
@@ -59,23 +60,17 @@ class CausalSelfAttention(nn.Module):
     """
 
     def __init__(self, config, layer_idx: int):
-        super().__init__()
+        super().__init__(config, layer_idx)
         self.config = config
-        self.layer_idx = layer_idx
-        self.num_heads = config.num_attention_heads
-        self.head_dim = config.hidden_size // config.num_attention_heads
         self.scaling = self.head_dim**-0.5
         self.is_causal = True
-        self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.use_bias)
-        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias)
 
     def state_size(self) -> int | None:
         return None
 
     def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
-        batch, length, width = hidden_states.shape
-        qkv = self.qkv_proj(hidden_states).view(batch, length, 3, self.num_heads, self.head_dim)
-        query, key, value = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
+        length = hidden_states.shape[1]
+        query, key, value = self.split_heads(hidden_states)  # each (B, H, T, D)
         state = cache.layer_state(self.layer_idx) if cache is not None else None
         past = state.get("key").shape[2] if state is not None and state.get("key") is not None else 0
         scheme = self.config.position_embedding
@@ -106,4 +101,4 @@ class CausalSelfAttention(nn.Module):
             scaling=self.scaling,
             is_causal=mask is None,
         )
-        return self.out_proj(out.reshape(batch, length, width))  # (B, T, d)
+        return self.merge_heads(out)  # (B, T, d)

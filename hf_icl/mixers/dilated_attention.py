@@ -17,6 +17,8 @@ import torch
 from torch import nn
 from transformers import initialization as init
 
+from .ops.heads import FusedQKVMixer
+
 
 def dilated_key_indices(query_len: int, key_len: int, chunk_size: int, dilation: int, device):
     """Key index of every (query, offset) pair and whether it exists: two (T, C) tensors."""
@@ -25,7 +27,7 @@ def dilated_key_indices(query_len: int, key_len: int, chunk_size: int, dilation:
     return keys.clamp(min=0), keys >= 0
 
 
-class SlidingDilatedAttention(nn.Module):
+class SlidingDilatedAttention(FusedQKVMixer):
     """Multi-head sliding-dilated attention with per-head offset biases r (P2 eq. (1)).
 
     Args:
@@ -34,13 +36,8 @@ class SlidingDilatedAttention(nn.Module):
     """
 
     def __init__(self, config, layer_idx: int):
-        super().__init__()
-        self.layer_idx = layer_idx
+        super().__init__(config, layer_idx)
         self.chunk_size = config.chunk_size
-        self.num_heads = config.num_attention_heads
-        self.head_dim = config.hidden_size // config.num_attention_heads
-        self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.use_bias)
-        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias)
         self.offset_bias = nn.Parameter(torch.zeros(config.num_attention_heads, config.chunk_size))  # r_{h,j}
 
     def state_size(self) -> int | None:
@@ -59,9 +56,8 @@ class SlidingDilatedAttention(nn.Module):
         dilation: int = 1,
         application: int | None = None,
     ):
-        batch, length, width = hidden_states.shape
-        qkv = self.qkv_proj(hidden_states).view(batch, length, 3, self.num_heads, self.head_dim)
-        query, key, value = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
+        length = hidden_states.shape[1]
+        query, key, value = self.split_heads(hidden_states)  # each (B, H, T, D)
         if cache is not None:
             state = cache.layer_state(self.layer_idx if application is None else application)
             if state.get("key") is not None:
@@ -81,4 +77,4 @@ class SlidingDilatedAttention(nn.Module):
         scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
         probs = torch.softmax(scores.float(), dim=-1).to(value.dtype)  # (B, H, T, C)
         out = torch.einsum("bhtc,bhtcd->bthd", probs, values)  # (B, T, H, D)
-        return self.out_proj(out.reshape(batch, length, width))  # (B, T, d)
+        return self.merge_heads(out)  # (B, T, d)

@@ -12,13 +12,12 @@ linear-attention papers use). Training runs the chunked form and decoding the O(
 
 from __future__ import annotations
 
-from torch import nn
-
+from .ops.heads import FusedQKVMixer
 from .ops.linear_recurrence import linear_recurrence
 from .ops.padding import token_mask
 
 
-class LinearAttention(nn.Module):
+class LinearAttention(FusedQKVMixer):
     """Multi-head causal linear attention with a fused QKV projection and no decay.
 
     Args:
@@ -27,21 +26,15 @@ class LinearAttention(nn.Module):
     """
 
     def __init__(self, config, layer_idx: int):
-        super().__init__()
-        self.layer_idx = layer_idx
+        super().__init__(config, layer_idx)
         self.chunk_size = config.scan_chunk_size
-        self.num_heads = config.num_attention_heads
-        self.head_dim = config.hidden_size // config.num_attention_heads
-        self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.use_bias)
-        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias)
 
     def state_size(self) -> int:
         return self.num_heads * self.head_dim * self.head_dim * 4  # S in float32
 
     def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
-        batch, length, width = hidden_states.shape
-        qkv = self.qkv_proj(hidden_states).view(batch, length, 3, self.num_heads, self.head_dim)
-        query, key, value = qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
+        length = hidden_states.shape[1]
+        query, key, value = self.split_heads(hidden_states)  # each (B, H, T, D)
         out = linear_recurrence(
             query * self.head_dim**-0.5,
             key,
@@ -50,4 +43,4 @@ class LinearAttention(nn.Module):
             state=cache.layer_state(self.layer_idx) if cache is not None else None,
             chunk_size=self.chunk_size,
         )  # (B, H, T, D)
-        return self.out_proj(out.transpose(1, 2).reshape(batch, length, width))  # (B, T, d)
+        return self.merge_heads(out.transpose(1, 2))  # (B, T, d)
