@@ -17,14 +17,21 @@ from hf_icl.models import ARCHITECTURES, non_embedding_parameters
 SIZES = ("tiny", "small", "base")
 
 
+def parameter_counts(arch: str, size: str) -> tuple[int, int]:
+    """(non-embedding, total) parameters of `arch` at preset `size` with a 20-token vocabulary (RegBench's).
+
+    Args:
+        arch (`str`): one of `hf_icl.list_architectures()`.
+        size (`str`): a preset of that architecture.
+    """
+    with torch.device("meta"):  # shapes only: no memory, no initialisation
+        model = AutoModelForCausalLM.from_config(hf_icl.config_for(arch, size, vocab_size=20))
+    return non_embedding_parameters(model), sum(p.numel() for p in model.parameters())
+
+
 def main():
     torch.set_num_threads(1)
-    counts = {}
-    for arch in hf_icl.list_architectures():
-        for size in SIZES:
-            with torch.device("meta"):
-                model = AutoModelForCausalLM.from_config(hf_icl.config_for(arch, size, vocab_size=20))
-            counts[arch, size] = (non_embedding_parameters(model), sum(p.numel() for p in model.parameters()))
+    counts = {(arch, size): parameter_counts(arch, size) for arch in hf_icl.list_architectures() for size in SIZES}
     print("| architecture | " + " | ".join(f"{s} (non-emb. / total / vs transformer)" for s in SIZES) + " | presets |")
     print("|---|" + "---|" * (len(SIZES) + 1))
     for arch in hf_icl.list_architectures():
@@ -33,7 +40,7 @@ def main():
             core, total = counts[arch, size]
             delta = core / counts["transformer", size][0] - 1
             cells.append(f"{core:,} / {total:,} / {delta:+.1%}")
-        presets = ", ".join(sorted(ARCHITECTURES[arch][0].PRESETS))
+        presets = ", ".join(sorted(ARCHITECTURES[arch].presets))
         print(f"| `{arch}` | " + " | ".join(cells) + f" | {presets} |")
 
 

@@ -1,6 +1,10 @@
-"""Zoo-wide checks: matched parameter counts per size preset, and `train.py` learns with every architecture."""
+"""Zoo-wide checks: matched parameter counts per size preset (and the README's table of them), and `train.py` learns
+with every architecture."""
 
+import importlib.util
 import json
+import re
+from pathlib import Path
 
 import pytest
 from test_training import TINY_RUN, run_train
@@ -13,8 +17,8 @@ SIZES = ("tiny", "small", "base")
 
 
 def test_every_architecture_has_the_size_presets():
-    for arch, (config_cls, *_) in ARCHITECTURES.items():
-        assert set(SIZES) <= set(config_cls.PRESETS), arch
+    for arch, entry in ARCHITECTURES.items():
+        assert set(SIZES) <= set(entry.presets), arch
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -31,6 +35,29 @@ def test_presets_of_one_size_are_parameter_matched(size):
     assert counts[largest] <= 1.15 * counts[smallest], (
         f"{size}: {largest} {counts[largest]:,} vs {smallest} {counts[smallest]:,}"
     )
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def readme_parameter_table() -> dict[str, tuple[int, ...]]:
+    """`{architecture: (tiny, small, base)}` non-embedding counts from the README's architecture table."""
+    rows = re.findall(
+        r"^\| `(\w+)` \| [^|]+ \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \|", (ROOT / "README.md").read_text(), re.M
+    )
+    return {arch: tuple(int(count.replace(",", "")) for count in counts) for arch, *counts in rows}
+
+
+def test_readme_parameter_table_matches_the_presets():
+    """The README's counts are what `experiments/parameter_table.py` computes, for every registered architecture."""
+    spec = importlib.util.spec_from_file_location("parameter_table", ROOT / "experiments" / "parameter_table.py")
+    parameter_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(parameter_table)
+    table = readme_parameter_table()
+    assert sorted(table) == hf_icl.list_architectures()
+    for arch, counts in table.items():
+        computed = tuple(parameter_table.parameter_counts(arch, size)[0] for size in SIZES)
+        assert counts == computed, f"README row of {arch}: {counts}, presets give {computed}"
 
 
 @pytest.mark.parametrize("arch", sorted(set(hf_icl.list_architectures()) - {"transformer"}))

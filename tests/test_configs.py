@@ -11,7 +11,7 @@ from hf_icl.models import ARCHITECTURES
 
 @pytest.mark.parametrize("arch", hf_icl.list_architectures())
 def test_every_preset_builds_and_round_trips(arch, tmp_path):
-    for preset in ARCHITECTURES[arch][0].PRESETS:
+    for preset in ARCHITECTURES[arch].presets:
         config = hf_icl.config_for(arch, preset, vocab_size=20)
         assert config.preset == preset and len(config.mixer_types) == config.num_hidden_layers
         config.save_pretrained(tmp_path / preset)

@@ -1,4 +1,5 @@
-"""RWKV-4 WKV and LSTM mixers against plainly written recurrences (paper 1, Appendix A.7–A.8)."""
+"""RWKV-4 WKV and LSTM mixers against plainly written recurrences (paper 1, Appendix A.7–A.8); the declared state
+size of every recurrent mixer against the state its cached decoding keeps."""
 
 import math
 
@@ -10,6 +11,7 @@ from transformers import AutoModelForCausalLM
 from transformers.models.rwkv.modeling_rwkv import rwkv_linear_attention_cpu
 
 import hf_icl
+from hf_icl.mixers import MIXERS
 from hf_icl.mixers.lstm import LSTMMixer
 from hf_icl.mixers.rwkv import RWKVTimeMix, wkv_chunked, wkv_step
 from hf_icl.modeling.cache import ICLCache
@@ -215,3 +217,40 @@ def test_lstm_cached_steps_equal_full_forward():
         parts = [mixer(x[:, :3], cache=cache)] + [mixer(x[:, t : t + 1], cache=cache) for t in range(3, 9)]
     torch.testing.assert_close(torch.cat(parts, 1), full, atol=1e-6, rtol=0)
     assert mixer.state_size() == 2 * 6 * 4
+
+
+# Each recurrent mixer inside the architecture that uses it, so the state has that architecture's shapes.
+RECURRENT_MIXER_ARCHS = {
+    "linear_attention": "linear_transformer",
+    "retention": "retnet",
+    "gla": "gla",
+    "rwkv": "rwkv",
+    "lstm": "lstm",
+    "s4": "s4",
+    "h3": "h3",
+    "mamba": "mamba",
+    "s4_mamba": "s4_mamba",
+}
+
+
+def test_every_recurrent_mixer_is_covered():
+    assert set(RECURRENT_MIXER_ARCHS) == {name for name, cls in MIXERS.items() if cls.recurrent}
+
+
+@pytest.mark.parametrize("mixer", sorted(RECURRENT_MIXER_ARCHS))
+def test_state_size_is_the_state_decoding_keeps(mixer):
+    """`state_size()` equals the bytes per sequence of the layer's cached state, after prefill and every step."""
+    torch.manual_seed(0)
+    config = hf_icl.config_for(RECURRENT_MIXER_ARCHS[mixer], "tiny", vocab_size=20)
+    model = AutoModelForCausalLM.from_config(config).eval()  # float32, as `state_size()` counts
+    layers = model.model.layers
+    assert {type(layer.mixer) for layer in layers} == {MIXERS[mixer]}
+    batch, input_ids = 3, torch.randint(1, 20, (3, 8), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        cache = model(input_ids[:, :5], use_cache=True).past_key_values
+        for t in range(5, 9):
+            for i, layer in enumerate(layers):
+                assert layer.mixer.state_size() == cache.layer_state(i).nbytes() // batch > 0, (t, i)
+            assert cache.model_state.nbytes() == 0
+            if t < 8:
+                cache = model(input_ids[:, t : t + 1], past_key_values=cache, use_cache=True).past_key_values

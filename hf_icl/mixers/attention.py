@@ -6,8 +6,10 @@ with the relative scheme of `config.position_embedding` (see `positions.py`): Ro
 b_h(d) = −m_h·d, Hard-ALiBi masks head h < M beyond distance h; learned/NoPE leave b = 0.
 
 Parallel form: one call to the `transformers` attention interface (`eager` below, or `sdpa`, selected by
-`config._attn_implementation`). Recurrent form: the cache keeps every key and value, so a decoding step attends
-one query over the stored keys (O(T) per token; attention has no O(1) state, and `state_size()` is `None`).
+`config._attn_implementation`); a call whose block context carries a `recorder` asking for attention maps takes
+the eager path and reports A's probabilities (B, H, T, S) to it. Recurrent form: the cache keeps every key and
+value, so a decoding step attends one query over the stored keys (O(T) per token; attention has no O(1) state,
+and `state_size()` is `None`).
 """
 
 from __future__ import annotations
@@ -59,6 +61,9 @@ class CausalSelfAttention(FusedQKVMixer):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    recurrent = False  # the cache keeps every key and value: O(T) per decoded token
+    returns_attention_maps = True  # softmax attention: rows of A are distributions over keys
+
     def __init__(self, config, layer_idx: int):
         super().__init__(config, layer_idx)
         self.config = config
@@ -68,7 +73,9 @@ class CausalSelfAttention(FusedQKVMixer):
     def state_size(self) -> int | None:
         return None
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(
+        self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, recorder=None, **kwargs
+    ):
         length = hidden_states.shape[1]
         query, key, value = self.split_heads(hidden_states)  # each (B, H, T, D)
         state = cache.layer_state(self.layer_idx) if cache is not None else None
@@ -88,10 +95,11 @@ class CausalSelfAttention(FusedQKVMixer):
             mask = relative_position_mask(
                 scheme, mask, self.num_heads, self.config.num_masked_heads, hidden_states.dtype
             )
+        maps = recorder is not None and recorder.output_attentions
         attend = eager_attention_forward
-        if self.config._attn_implementation not in (None, "eager"):
+        if self.config._attn_implementation not in (None, "eager") and not maps:
             attend = ALL_ATTENTION_FUNCTIONS[self.config._attn_implementation]
-        out, _ = attend(
+        out, probs = attend(
             self,
             query,
             key,
@@ -101,4 +109,6 @@ class CausalSelfAttention(FusedQKVMixer):
             scaling=self.scaling,
             is_causal=mask is None,
         )
+        if maps:
+            recorder.add_attention(probs)  # (B, H, T, S)
         return self.merge_heads(out)  # (B, T, d)

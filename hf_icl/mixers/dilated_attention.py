@@ -8,7 +8,8 @@ with a learned scalar r_j per offset and per head. The implementation is sparse:
 the C offsets, so a layer costs O(T·C·d) instead of O(T²·d). Depth and weight sharing (§3.2) live in the model:
 it applies the same K blocks at depths l = 0 … ⌈log_C T⌉ − 1 and passes `dilation = C^l` and the cache slot of
 each application. Decoding keeps every application's keys and values, so a new token gathers its C keys per
-application from the cache: O(C·d) per application, O(C·d·K·log T) per token.
+application from the cache: O(C·d) per application, O(C·d·K·log T) per token. Only when a `recorder` in the
+block context asks for attention maps are the C probabilities per query scattered into a dense (B, H, T, S) map.
 """
 
 from __future__ import annotations
@@ -27,18 +28,31 @@ def dilated_key_indices(query_len: int, key_len: int, chunk_size: int, dilation:
     return keys.clamp(min=0), keys >= 0
 
 
+def dense_attention_map(probs: torch.Tensor, index: torch.Tensor, key_len: int) -> torch.Tensor:
+    """Scatter the gathered probabilities (B, H, T, C) at key indices `index` (T, C) into a (B, H, T, S) map.
+
+    Offsets that do not exist (before the sequence start) are clamped to key 0 with probability exactly 0, so each
+    existing offset writes one entry and every other entry of a row is 0.
+    """
+    dense = probs.new_zeros(*probs.shape[:3], key_len)  # (B, H, T, S)
+    return dense.scatter_add_(-1, index.expand(*probs.shape), probs)
+
+
 class SlidingDilatedAttention(FusedQKVMixer):
     """Multi-head sliding-dilated attention with per-head offset biases r (P2 eq. (1)).
 
     Args:
-        config: an `ICLConfig` with `chunk_size` (C); uses hidden_size, num_attention_heads, use_bias.
+        config: an `ICLConfig` with `dilated_attention_chunk_size` (C); uses hidden_size, num_attention_heads, use_bias.
         layer_idx (`int`): index of the shared block this mixer belongs to.
     """
 
+    recurrent = False  # every application keeps its keys and values
+    returns_attention_maps = True  # softmax over the C dilated keys
+
     def __init__(self, config, layer_idx: int):
         super().__init__(config, layer_idx)
-        self.chunk_size = config.chunk_size
-        self.offset_bias = nn.Parameter(torch.zeros(config.num_attention_heads, config.chunk_size))  # r_{h,j}
+        self.chunk_size = config.dilated_attention_chunk_size  # C
+        self.offset_bias = nn.Parameter(torch.zeros(config.num_attention_heads, self.chunk_size))  # r_{h,j}
 
     def state_size(self) -> int | None:
         return None  # keys and values grow with the sequence, as in attention
@@ -55,6 +69,8 @@ class SlidingDilatedAttention(FusedQKVMixer):
         position_ids=None,
         dilation: int = 1,
         application: int | None = None,
+        recorder=None,
+        **kwargs,
     ):
         length = hidden_states.shape[1]
         query, key, value = self.split_heads(hidden_states)  # each (B, H, T, D)
@@ -77,4 +93,6 @@ class SlidingDilatedAttention(FusedQKVMixer):
         scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
         probs = torch.softmax(scores.float(), dim=-1).to(value.dtype)  # (B, H, T, C)
         out = torch.einsum("bhtc,bhtcd->bthd", probs, values)  # (B, T, H, D)
+        if recorder is not None and recorder.output_attentions:
+            recorder.add_attention(dense_attention_map(probs, index, key.shape[2]))  # (B, H, T, S)
         return self.merge_heads(out)  # (B, T, d)

@@ -23,6 +23,7 @@ from transformers import initialization as init
 
 from .ops.diagonal_ssm import DiagonalSSM
 from .ops.padding import token_mask, zero_padding
+from .ops.residual import residual_projection
 from .ops.short_conv import CausalDepthwiseConv
 
 
@@ -33,6 +34,9 @@ class H3Mixer(nn.Module):
         config: an `ICLConfig` (uses hidden_size, num_attention_heads, ssm_state_size, conv_kernel, use_bias).
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
+
+    recurrent = True  # shift window + diagonal SSM state
+    returns_attention_maps = False
 
     def __init__(self, config, layer_idx: int):
         super().__init__()
@@ -47,7 +51,7 @@ class H3Mixer(nn.Module):
         self.shift_skip = nn.Parameter(torch.empty(width))  # the shift SSM's D
         self.ssm = DiagonalSSM(self.num_heads, config.ssm_state_size)
         self.reset_mixer_parameters()
-        self.out_proj = nn.Linear(width, width, bias=config.use_bias)
+        self.out_proj = residual_projection(nn.Linear(width, width, bias=config.use_bias))
 
     @torch.no_grad()
     def reset_mixer_parameters(self) -> None:
@@ -58,7 +62,7 @@ class H3Mixer(nn.Module):
     def state_size(self) -> int:
         return self.shift.state_bytes() + self.ssm.state_bytes(copies=self.head_dim**2)
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         batch, length, width = hidden_states.shape
         heads, head_dim = self.num_heads, self.head_dim
         mask = token_mask(attention_mask, length)

@@ -24,6 +24,7 @@ from transformers import initialization as init
 
 from .ops.fft_conv import causal_fft_conv
 from .ops.padding import token_mask, zero_padding
+from .ops.residual import residual_projection
 from .ops.short_conv import CausalDepthwiseConv
 
 
@@ -99,6 +100,8 @@ class HyenaMixer(nn.Module):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    recurrent = False  # no recurrent form: decoding keeps the long convolutions' input histories
+    returns_attention_maps = False
     short_kernel = 3
 
     def __init__(self, config, layer_idx: int):
@@ -110,7 +113,7 @@ class HyenaMixer(nn.Module):
         self.short_conv = CausalDepthwiseConv(inner, self.short_kernel, bias=True)
         self.filter = HyenaFilter(self.width * self.order, config.hyena_filter_size, config.max_position_embeddings)
         self.conv_skip = nn.Parameter(torch.empty(self.width, self.order))  # bⁿ: the long convolutions' skip term
-        self.out_proj = nn.Linear(self.width, self.width, bias=config.use_bias)
+        self.out_proj = residual_projection(nn.Linear(self.width, self.width, bias=config.use_bias))
         self.reset_mixer_parameters()
 
     @torch.no_grad()
@@ -124,7 +127,7 @@ class HyenaMixer(nn.Module):
     def state_size(self) -> None:
         return None  # the cached long-convolution inputs grow with the sequence
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         batch, length, width = hidden_states.shape
         mask = token_mask(attention_mask, length)
         state = cache.layer_state(self.layer_idx) if cache is not None else None

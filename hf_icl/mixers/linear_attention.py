@@ -25,6 +25,9 @@ class LinearAttention(FusedQKVMixer):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    recurrent = True  # decoding updates the fixed-size S
+    returns_attention_maps = False  # scores are not normalised
+
     def __init__(self, config, layer_idx: int):
         super().__init__(config, layer_idx)
         self.chunk_size = config.scan_chunk_size
@@ -32,7 +35,7 @@ class LinearAttention(FusedQKVMixer):
     def state_size(self) -> int:
         return self.num_heads * self.head_dim * self.head_dim * 4  # S in float32
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         length = hidden_states.shape[1]
         query, key, value = self.split_heads(hidden_states)  # each (B, H, T, D)
         out = linear_recurrence(

@@ -37,6 +37,9 @@ class LSTMMixer(nn.LSTM):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    recurrent = True  # (h, c)
+    returns_attention_maps = False
+
     def __init__(self, config, layer_idx: int):
         super().__init__(config.hidden_size, config.hidden_size, batch_first=True, bias=config.use_bias)
         self.layer_idx = layer_idx
@@ -80,7 +83,7 @@ class LSTMMixer(nn.LSTM):
             out[rows, :count], (h[:, rows], c[:, rows]) = super().forward(packed[rows, :count], start)
         return torch.zeros_like(out).scatter(1, index, out), (h, c)  # back to the original positions
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         state = cache.layer_state(self.layer_idx) if cache is not None else None
         initial = None
         if state is not None and state.get("h") is not None:

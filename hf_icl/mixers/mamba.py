@@ -33,6 +33,7 @@ from transformers import initialization as init
 
 from .ops.diagonal_ssm import DiagonalSSM
 from .ops.padding import token_mask, zero_padding
+from .ops.residual import residual_projection
 from .ops.selective_scan import selective_scan, selective_state_update
 from .ops.short_conv import CausalDepthwiseConv
 
@@ -95,6 +96,9 @@ class MambaMixer(nn.Module):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    recurrent = True  # convolution window + SSM state
+    returns_attention_maps = False
+
     def __init__(self, config, layer_idx: int):
         super().__init__()
         self.layer_idx = layer_idx
@@ -102,7 +106,7 @@ class MambaMixer(nn.Module):
         self.in_proj = nn.Linear(config.hidden_size, 2 * inner, bias=False)
         self.conv = CausalDepthwiseConv(inner, config.conv_kernel)
         self.ssm = self.build_ssm(config, inner)
-        self.out_proj = nn.Linear(inner, config.hidden_size, bias=False)
+        self.out_proj = residual_projection(nn.Linear(inner, config.hidden_size, bias=False))
 
     @torch.no_grad()
     def reset_mixer_parameters(self) -> None:
@@ -120,7 +124,7 @@ class MambaMixer(nn.Module):
     def state_size(self) -> int:
         return self.conv.state_bytes() + self.ssm.state_bytes()
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         mask = token_mask(attention_mask, hidden_states.shape[1])  # (B, T) or None
         state = cache.layer_state(self.layer_idx) if cache is not None else None
         x, z = self.in_proj(hidden_states).chunk(2, dim=-1)  # (B, T, d_inner) each

@@ -141,6 +141,9 @@ class NgramHead(nn.Module):
         order (`int`): n, the n-gram order.
     """
 
+    recurrent = False  # the n-gram table grows with the distinct n-grams seen
+    returns_attention_maps = False  # A(n) is fixed by the tokens, not learned scores
+
     def __init__(self, config, layer_idx: int, order: int):
         super().__init__()
         self.layer_idx = layer_idx
@@ -155,7 +158,7 @@ class NgramHead(nn.Module):
     def state_size(self) -> int | None:
         return None  # the table grows with the number of distinct n-grams seen (at most min(T, V^n))
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         if input_ids is None:
             raise ValueError("n-gram heads match token n-grams: pass input_ids (inputs_embeds alone is not supported)")
         mask = token_mask(attention_mask, input_ids.shape[1])

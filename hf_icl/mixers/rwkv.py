@@ -33,6 +33,7 @@ from torch import nn
 from transformers import initialization as init
 
 from .ops.padding import token_mask, zero_padding
+from .ops.residual import residual_projection
 
 NEG = -1e38  # "log 0" of an empty state (finite, so NEG − NEG = 0 instead of NaN), as the official kernels use
 
@@ -137,6 +138,9 @@ class RWKVTimeMix(nn.Module):
         layer_idx (`int`): index of the layer (its cache slot; the RWKV-4 init depends on depth).
     """
 
+    recurrent = True  # last input + (a, b, p)
+    returns_attention_maps = False
+
     def __init__(self, config, layer_idx: int):
         super().__init__()
         self.layer_idx = layer_idx
@@ -151,7 +155,7 @@ class RWKVTimeMix(nn.Module):
         self.key = nn.Linear(width, width, bias=False)
         self.value = nn.Linear(width, width, bias=False)
         self.receptance = nn.Linear(width, width, bias=False)
-        self.out_proj = nn.Linear(width, width, bias=False)
+        self.out_proj = residual_projection(nn.Linear(width, width, bias=False))
 
     def state_size(self) -> int:
         return 4 * self.time_decay.numel() * 4  # last input + (a, b, p), fp32
@@ -170,7 +174,7 @@ class RWKVTimeMix(nn.Module):
         init.copy_(self.time_mix_v, ramp**shallow + 0.3 * depth)
         init.copy_(self.time_mix_r, ramp ** (0.5 * shallow))
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         batch, length, width = hidden_states.shape
         mask = token_mask(attention_mask, length)
         x = zero_padding(hidden_states, mask)  # padding reads as "no previous token" in the shift

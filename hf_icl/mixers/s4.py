@@ -16,6 +16,7 @@ from torch import nn
 
 from .ops.diagonal_ssm import DiagonalSSM
 from .ops.padding import token_mask, zero_padding
+from .ops.residual import residual_projection
 
 
 class S4DMixer(nn.Module):
@@ -26,17 +27,20 @@ class S4DMixer(nn.Module):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    recurrent = True  # the diagonal SSM state
+    returns_attention_maps = False
+
     def __init__(self, config, layer_idx: int):
         super().__init__()
         self.layer_idx = layer_idx
         self.ssm = DiagonalSSM(config.hidden_size, config.ssm_state_size)
         self.act = nn.GELU()
-        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias)
+        self.out_proj = residual_projection(nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias))
 
     def state_size(self) -> int:
         return self.ssm.state_bytes()
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         x = zero_padding(hidden_states, token_mask(attention_mask, hidden_states.shape[1]))  # (B, T, d)
         state = cache.layer_state(self.layer_idx) if cache is not None else None
         y = self.ssm(x, state)  # (B, T, d)

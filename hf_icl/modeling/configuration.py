@@ -13,6 +13,7 @@ from transformers import PreTrainedConfig
 
 from ..mixers import MIXERS
 from .ngram_blocks import check_ngram_heads
+from .remote_code import save_pretrained_with_code
 
 FFN_TYPES = ("mlp", "glu", "none")
 NORM_TYPES = ("layernorm", "rmsnorm")
@@ -25,11 +26,64 @@ def check_choice(field: str, value, allowed) -> None:
         raise ValueError(f"{field}={value!r} is not one of: {', '.join(map(str, allowed))}")
 
 
+# The size presets every architecture offers: one width and depth per size name, with the Transformer's heads.
+# Architectures reach the same non-embedding parameter count as the Transformer of that size through the deltas
+# they pass to `size_presets` (more layers, a narrower FFN, ...), never by retyping these numbers.
+SIZES: dict[str, dict] = {
+    "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2),
+    "small": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2),
+    "base": dict(hidden_size=256, num_hidden_layers=8, num_attention_heads=4),
+}
+
+
+def size_presets(*, heads: bool = True, **deltas) -> dict[str, dict]:
+    """One preset per entry of `SIZES`, with an architecture's deltas merged on top.
+
+    Args:
+        heads (`bool`): keep the shared `num_attention_heads`; `False` for mixers without heads (the config class
+            default then stays, as it is not a size).
+        **deltas: config fields; a tuple gives one value per size in `SIZES` order (tiny, small, base), any other
+            value applies to every size.
+
+    Returns:
+        `{size: {field: value}}`, ready to be an `ICLConfig.PRESETS` (add named non-size presets to it).
+    """
+    presets = {}
+    for i, (size, shared) in enumerate(SIZES.items()):
+        values = dict(shared) if heads else {k: v for k, v in shared.items() if k != "num_attention_heads"}
+        for field, value in deltas.items():
+            if isinstance(value, tuple):
+                if len(value) != len(SIZES):
+                    raise ValueError(f"{field}={value!r} must give one value per size: {', '.join(SIZES)}")
+                value = value[i]
+            values[field] = value
+        presets[size] = values
+    return presets
+
+
+def ngram_head_architectures() -> list[str]:
+    """Architectures (model types without the `icl_` prefix) whose config accepts `ngram_heads`.
+
+    Found by walking the imported `ICLConfig` subclasses, so the skeleton never imports the zoo (`import hf_icl`
+    imports every architecture).
+    """
+    found, pending = set(), list(ICLConfig.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.supports_ngram_heads and cls.model_type.startswith("icl_"):
+            found.add(cls.model_type.removeprefix("icl_"))
+    return sorted(found)
+
+
 class ICLConfig(PreTrainedConfig):
     r"""Shared configuration of the hf_icl decoder skeleton.
 
     Args:
         vocab_size (`int`): number of token ids.
+        input_dim (`int`, *optional*): width d_x of continuous inputs; when set the backbone has no token
+            embedding and reads `inputs_embeds` (e.g. `ICLForRegression`'s read-in `Linear(d_x, d)`).
+        output_dim (`int`, *optional*): width d_y of `ICLForRegression`'s read-out `Linear(d, d_y)`.
         hidden_size (`int`): model width d.
         num_hidden_layers (`int`): number of blocks L.
         num_attention_heads (`int`): heads of attention-like mixers.
@@ -38,7 +92,8 @@ class ICLConfig(PreTrainedConfig):
         position_embedding (`str`): one of `POSITION_EMBEDDINGS` (learned is absolute; the others extrapolate).
         rope_theta (`float`): RoPE base.
         num_masked_heads (`int`): Hard-ALiBi M: head h < M sees keys at distance 0..h, the rest are NoPE.
-        chunk_size (`int`): C of sliding-dilated attention (RegularGPT): C keys per query, dilation C^l.
+        dilated_attention_chunk_size (`int`): C of sliding-dilated attention (RegularGPT): C keys per query,
+            dilation C^l. Configs saved with the former name `chunk_size` still load (the value moves here).
         mixer (`str`): token mixer used by every layer unless `mixer_types` is given.
         mixer_types (`list[str]`, *optional*): per-layer token mixers (length `num_hidden_layers`).
         ffn (`str`): feed-forward net after each mixer: `mlp`, `glu` or `none`.
@@ -69,8 +124,11 @@ class ICLConfig(PreTrainedConfig):
     model_type = "icl"
     PRESETS: ClassVar[dict[str, dict]] = {}
     supports_ngram_heads: ClassVar[bool] = True  # False where the layer schedule is not a fixed stack
+    RENAMED_FIELDS: ClassVar[dict[str, str]] = {"chunk_size": "dilated_attention_chunk_size"}  # former -> current
 
     vocab_size: int = 20
+    input_dim: int | None = None
+    output_dim: int | None = None
     hidden_size: int = 128
     num_hidden_layers: int = 4
     num_attention_heads: int = 2
@@ -79,7 +137,7 @@ class ICLConfig(PreTrainedConfig):
     position_embedding: str = "learned"
     rope_theta: float = 10000.0
     num_masked_heads: int = 0
-    chunk_size: int = 2
+    dilated_attention_chunk_size: int = 2
     mixer: str = "attention"
     mixer_types: list[str] | None = None
     ffn: str = "mlp"
@@ -109,6 +167,16 @@ class ICLConfig(PreTrainedConfig):
     preset: str | None = None
 
     def __post_init__(self, **kwargs):
+        for former, current in self.RENAMED_FIELDS.items():  # configs saved before a rename still load
+            if former not in kwargs:
+                continue
+            legacy, default = kwargs.pop(former), getattr(type(self), current)
+            if getattr(self, current) not in (default, legacy):
+                raise ValueError(
+                    f"{former}={legacy} (former name) disagrees with {current}={getattr(self, current)}; "
+                    "give only the latter"
+                )
+            setattr(self, current, legacy)
         super().__post_init__(**kwargs)
         if self.intermediate_size is None:
             self.intermediate_size = 4 * self.hidden_size
@@ -144,13 +212,18 @@ class ICLConfig(PreTrainedConfig):
             raise ValueError(
                 f"hidden_size={self.hidden_size} must be divisible by num_attention_heads={self.num_attention_heads}"
             )
-        if self.chunk_size < 2:
-            raise ValueError(f"chunk_size={self.chunk_size} must be ≥ 2")
+        if self.dilated_attention_chunk_size < 2:
+            raise ValueError(f"dilated_attention_chunk_size={self.dilated_attention_chunk_size} must be ≥ 2")
+        for field in ("input_dim", "output_dim"):
+            value = getattr(self, field)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                raise ValueError(f"{field}={value!r} must be a positive integer or None")
         check_ngram_heads(self.ngram_heads, self.num_hidden_layers)
         if self.ngram_heads and not self.supports_ngram_heads:
             raise ValueError(
                 f"ngram_heads={self.ngram_heads!r} is not supported by {self.model_type} (its layer schedule is not a "
-                "fixed stack); allowed: None"
+                f"fixed stack); allowed: None. Architectures that accept n-gram heads: "
+                f"{', '.join(ngram_head_architectures())}"
             )
         if self.ngram_shift < 0:
             raise ValueError(f"ngram_shift={self.ngram_shift} must be ≥ 0")
@@ -176,3 +249,8 @@ class ICLConfig(PreTrainedConfig):
                 if per_layer not in overrides:
                     values.pop(per_layer, None)
         return cls(preset=preset, **values)
+
+    def save_pretrained(self, save_directory, push_to_hub: bool = False, **kwargs):
+        """`PreTrainedConfig.save_pretrained`; once the class is registered with `register_for_auto_class`, its code
+        ships too, as flat modules (transformers' own copy cannot follow hf_icl's imports; see `remote_code`)."""
+        return save_pretrained_with_code(self, super().save_pretrained, save_directory, push_to_hub, **kwargs)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .residual import residual_projection
+
 
 class FusedQKVMixer(nn.Module):
     """Base of mixers with a fused `qkv_proj` (d → 3d) and an `out_proj` (d → d), split into heads of d/H.
@@ -20,7 +22,7 @@ class FusedQKVMixer(nn.Module):
         self.num_heads = config.num_attention_heads
         self.head_dim = config.hidden_size // config.num_attention_heads
         self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.use_bias)
-        self.out_proj = nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias)
+        self.out_proj = residual_projection(nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias))
 
     def split_heads(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """Query, key and value stacked: (3, B, H, T, D) from hidden states (B, T, d)."""

@@ -33,6 +33,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .padding import token_mask, zero_padding
+from .residual import residual_projection
 
 SAFE_EXPONENT = 30.0  # per-key-dim decays: factor exp(b_i − b_j) into q and k while |b| ≤ this inside a chunk
 
@@ -196,6 +197,9 @@ class GatedLinearRecurrenceMixer(nn.Module):
         gate_bias (`bool`): whether W_r has a bias.
     """
 
+    recurrent = True  # decoding updates the fixed-size S
+    returns_attention_maps = False  # decayed, unnormalised scores
+
     def __init__(self, config, layer_idx: int, key_width: int, value_width: int, gate_bias: bool):
         super().__init__()
         self.config = config
@@ -208,7 +212,7 @@ class GatedLinearRecurrenceMixer(nn.Module):
         self.k_proj = nn.Linear(width, key_width, bias=bias)
         self.v_proj = nn.Linear(width, value_width, bias=bias)
         self.g_proj = nn.Linear(width, value_width, bias=gate_bias)
-        self.out_proj = nn.Linear(value_width, width, bias=bias)
+        self.out_proj = residual_projection(nn.Linear(value_width, width, bias=bias))
 
     def state_size(self) -> int:
         return self.num_heads * self.key_dim * self.value_dim * 4  # S in float32
@@ -219,7 +223,7 @@ class GatedLinearRecurrenceMixer(nn.Module):
     def rotate(self, query, key, cache):
         return query, key
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         batch, length, _ = hidden_states.shape
         heads = (batch, length, self.num_heads, -1)
         query, key, value = (

@@ -1,4 +1,4 @@
 from .configuration_gla import ICLGLAConfig
-from .modeling_gla import ICLGLAForCausalLM, ICLGLAModel
+from .modeling_gla import ICLGLAForCausalLM, ICLGLAForRegression, ICLGLAModel
 
-__all__ = ["ICLGLAConfig", "ICLGLAForCausalLM", "ICLGLAModel"]
+__all__ = ["ICLGLAConfig", "ICLGLAForCausalLM", "ICLGLAForRegression", "ICLGLAModel"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLGLAConfig(ICLConfig):
@@ -19,11 +19,7 @@ class ICLGLAConfig(ICLConfig):
     """
 
     model_type = "icl_gla"
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=176),
-        "small": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, intermediate_size=344),
-        "base": dict(hidden_size=256, num_hidden_layers=8, num_attention_heads=4, intermediate_size=688),
-    }
+    PRESETS: ClassVar[dict[str, dict]] = size_presets(intermediate_size=(176, 344, 688))
 
     mixer: str = "gla"
     position_embedding: str = "nope"

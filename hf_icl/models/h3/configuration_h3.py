@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLH3Config(ICLConfig):
@@ -23,11 +23,7 @@ class ICLH3Config(ICLConfig):
     """
 
     model_type = "icl_h3"
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=8),
-        "small": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=16),
-        "base": dict(hidden_size=256, num_hidden_layers=8, num_attention_heads=32),
-    }
+    PRESETS: ClassVar[dict[str, dict]] = size_presets(num_attention_heads=(8, 16, 32))
 
     mixer: str = "h3"
     num_attention_heads: int = 16

@@ -1,4 +1,4 @@
 from .configuration_hyena import ICLHyenaConfig
-from .modeling_hyena import ICLHyenaForCausalLM, ICLHyenaModel
+from .modeling_hyena import ICLHyenaForCausalLM, ICLHyenaForRegression, ICLHyenaModel
 
-__all__ = ["ICLHyenaConfig", "ICLHyenaForCausalLM", "ICLHyenaModel"]
+__all__ = ["ICLHyenaConfig", "ICLHyenaForCausalLM", "ICLHyenaForRegression", "ICLHyenaModel"]

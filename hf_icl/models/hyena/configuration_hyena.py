@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLHyenaConfig(ICLConfig):
@@ -23,11 +23,9 @@ class ICLHyenaConfig(ICLConfig):
     """
 
     model_type = "icl_hyena"
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=2, hyena_filter_size=16, intermediate_size=240),
-        "small": dict(hidden_size=128, num_hidden_layers=4, hyena_filter_size=32, intermediate_size=496),
-        "base": dict(hidden_size=256, num_hidden_layers=8, hyena_filter_size=64, intermediate_size=1000),
-    }
+    PRESETS: ClassVar[dict[str, dict]] = size_presets(
+        heads=False, hyena_filter_size=(16, 32, 64), intermediate_size=(240, 496, 1000)
+    )
 
     mixer: str = "hyena"
     hyena_order: int = 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLLSTMConfig(ICLConfig):
@@ -19,11 +19,7 @@ class ICLLSTMConfig(ICLConfig):
     """
 
     model_type = "icl_lstm"
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=3),
-        "small": dict(hidden_size=128, num_hidden_layers=6),
-        "base": dict(hidden_size=256, num_hidden_layers=12),
-    }
+    PRESETS: ClassVar[dict[str, dict]] = size_presets(heads=False, num_hidden_layers=(3, 6, 12))
 
     mixer: str = "lstm"
     ffn: str = "none"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLMambaConfig(ICLConfig):
@@ -26,9 +26,7 @@ class ICLMambaConfig(ICLConfig):
 
     model_type = "icl_mamba"
     PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=3),
-        "small": dict(hidden_size=128, num_hidden_layers=7),
-        "base": dict(hidden_size=256, num_hidden_layers=14),
+        **size_presets(heads=False, num_hidden_layers=(3, 7, 14)),
         "mamba_hybrid_middle": dict(
             hidden_size=128, num_hidden_layers=8, mixer_types=["mamba"] * 3 + ["attention"] + ["mamba"] * 4
         ),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import SIZES, ICLConfig, size_presets
 
 
 class ICLMambaFormerConfig(ICLConfig):
@@ -27,10 +27,8 @@ class ICLMambaFormerConfig(ICLConfig):
 
     model_type = "icl_mambaformer"
     PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=2),
-        "small": dict(hidden_size=128, num_hidden_layers=8, num_attention_heads=2),
-        "base": dict(hidden_size=256, num_hidden_layers=17, num_attention_heads=4),
-        "tf_initial_mamba": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, ffn="mlp"),
+        **size_presets(num_hidden_layers=(4, 8, 17)),
+        "tf_initial_mamba": dict(SIZES["small"], ffn="mlp"),
     }
 
     ffn: str = "none"

@@ -1,6 +1,7 @@
 """`icl_mambaformer` model classes: the shared skeleton configured by `ICLMambaFormerConfig`."""
 
 from ...modeling.decoder import ICLForCausalLM, ICLModel
+from ...modeling.regression import ICLForRegression
 from .configuration_mambaformer import ICLMambaFormerConfig
 
 
@@ -12,6 +13,13 @@ class ICLMambaFormerModel(ICLModel):
 
 class ICLMambaFormerForCausalLM(ICLForCausalLM):
     """MambaFormer language model. Args: config (`ICLMambaFormerConfig`)."""
+
+    config_class = ICLMambaFormerConfig
+    base_model_class = ICLMambaFormerModel
+
+
+class ICLMambaFormerForRegression(ICLForRegression):
+    """MambaFormer with continuous read-in and read-out. Args: config (`ICLMambaFormerConfig`)."""
 
     config_class = ICLMambaFormerConfig
     base_model_class = ICLMambaFormerModel

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLRegularGPTConfig(ICLConfig):
-    r"""RegularGPT: a GPT-2 block whose attention is sliding-dilated with chunk size C (`chunk_size`).
+    r"""RegularGPT: a GPT-2 block whose attention is sliding-dilated with chunk size C.
+
+    C is `dilated_attention_chunk_size` (saved configs that name it `chunk_size`, its former name, still load).
 
     `num_hidden_layers` is the thickness K: K distinct blocks, applied as a group at every depth
     l = 0 … ⌈log_C T⌉ − 1 with dilation C^l (weights shared across depth, P2 §3.2), where T is the input length
@@ -22,14 +24,12 @@ class ICLRegularGPTConfig(ICLConfig):
 
     model_type = "icl_regular_gpt"
     PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2),
-        "small": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2),
-        "base": dict(hidden_size=256, num_hidden_layers=8, num_attention_heads=4),
+        **size_presets(),
         "paper": dict(hidden_size=256, num_hidden_layers=1, num_attention_heads=8),
     }
     supports_ngram_heads: ClassVar[bool] = False  # blocks are reapplied at a depth set by the input length
 
     mixer: str = "dilated_attention"
-    chunk_size: int = 2
+    dilated_attention_chunk_size: int = 2
     position_embedding: str = "nope"
     num_hidden_layers: int = 1

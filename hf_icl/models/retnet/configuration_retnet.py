@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLRetNetConfig(ICLConfig):
@@ -20,11 +20,7 @@ class ICLRetNetConfig(ICLConfig):
     """
 
     model_type = "icl_retnet"
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128),
-        "small": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2, intermediate_size=256),
-        "base": dict(hidden_size=256, num_hidden_layers=8, num_attention_heads=4, intermediate_size=512),
-    }
+    PRESETS: ClassVar[dict[str, dict]] = size_presets(intermediate_size=(128, 256, 512))
 
     mixer: str = "retention"
     position_embedding: str = "rope"

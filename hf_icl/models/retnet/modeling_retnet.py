@@ -1,6 +1,7 @@
 """`icl_retnet` model classes: the shared skeleton configured by `ICLRetNetConfig`."""
 
 from ...modeling.decoder import ICLForCausalLM, ICLModel
+from ...modeling.regression import ICLForRegression
 from .configuration_retnet import ICLRetNetConfig
 
 
@@ -12,6 +13,13 @@ class ICLRetNetModel(ICLModel):
 
 class ICLRetNetForCausalLM(ICLForCausalLM):
     """RetNet language model. Args: config (`ICLRetNetConfig`)."""
+
+    config_class = ICLRetNetConfig
+    base_model_class = ICLRetNetModel
+
+
+class ICLRetNetForRegression(ICLForRegression):
+    """RetNet with continuous read-in and read-out. Args: config (`ICLRetNetConfig`)."""
 
     config_class = ICLRetNetConfig
     base_model_class = ICLRetNetModel

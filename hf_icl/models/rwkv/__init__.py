@@ -1,4 +1,4 @@
 from .configuration_rwkv import ICLRWKVConfig
-from .modeling_rwkv import ICLRWKVForCausalLM, ICLRWKVModel
+from .modeling_rwkv import ICLRWKVForCausalLM, ICLRWKVForRegression, ICLRWKVModel
 
-__all__ = ["ICLRWKVConfig", "ICLRWKVForCausalLM", "ICLRWKVModel"]
+__all__ = ["ICLRWKVConfig", "ICLRWKVForCausalLM", "ICLRWKVForRegression", "ICLRWKVModel"]

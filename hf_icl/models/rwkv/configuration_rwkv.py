@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLRWKVConfig(ICLConfig):
@@ -21,11 +21,7 @@ class ICLRWKVConfig(ICLConfig):
     """
 
     model_type = "icl_rwkv"
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=2),
-        "small": dict(hidden_size=128, num_hidden_layers=4),
-        "base": dict(hidden_size=256, num_hidden_layers=8),
-    }
+    PRESETS: ClassVar[dict[str, dict]] = size_presets(heads=False)
 
     mixer: str = "rwkv"
     position_embedding: str = "nope"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLS4Config(ICLConfig):
@@ -21,11 +21,7 @@ class ICLS4Config(ICLConfig):
     """
 
     model_type = "icl_s4"
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=2),
-        "small": dict(hidden_size=128, num_hidden_layers=5),
-        "base": dict(hidden_size=256, num_hidden_layers=10),
-    }
+    PRESETS: ClassVar[dict[str, dict]] = size_presets(heads=False, num_hidden_layers=(2, 5, 10))
 
     mixer: str = "s4"
     num_hidden_layers: int = 5

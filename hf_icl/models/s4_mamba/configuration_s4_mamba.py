@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLS4MambaConfig(ICLConfig):
@@ -19,11 +19,7 @@ class ICLS4MambaConfig(ICLConfig):
     """
 
     model_type = "icl_s4_mamba"
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=3, ssm_state_size=32),
-        "small": dict(hidden_size=128, num_hidden_layers=7, ssm_state_size=32),
-        "base": dict(hidden_size=256, num_hidden_layers=15, ssm_state_size=32),
-    }
+    PRESETS: ClassVar[dict[str, dict]] = size_presets(heads=False, num_hidden_layers=(3, 7, 15), ssm_state_size=32)
 
     mixer: str = "s4_mamba"
     ffn: str = "none"

@@ -1,4 +1,13 @@
 from .configuration_standard_hybrid import ICLStandardHybridConfig
-from .modeling_standard_hybrid import ICLStandardHybridForCausalLM, ICLStandardHybridModel
+from .modeling_standard_hybrid import (
+    ICLStandardHybridForCausalLM,
+    ICLStandardHybridForRegression,
+    ICLStandardHybridModel,
+)
 
-__all__ = ["ICLStandardHybridConfig", "ICLStandardHybridForCausalLM", "ICLStandardHybridModel"]
+__all__ = [
+    "ICLStandardHybridConfig",
+    "ICLStandardHybridForCausalLM",
+    "ICLStandardHybridForRegression",
+    "ICLStandardHybridModel",
+]

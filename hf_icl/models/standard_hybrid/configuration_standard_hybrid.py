@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLStandardHybridConfig(ICLConfig):
@@ -21,11 +21,7 @@ class ICLStandardHybridConfig(ICLConfig):
     """
 
     model_type = "icl_standard_hybrid"
-    PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=4, num_attention_heads=2),
-        "small": dict(hidden_size=128, num_hidden_layers=8, num_attention_heads=2),
-        "base": dict(hidden_size=256, num_hidden_layers=18, num_attention_heads=4),
-    }
+    PRESETS: ClassVar[dict[str, dict]] = size_presets(num_hidden_layers=(4, 8, 18))
 
     ffn: str = "none"
     num_hidden_layers: int = 8

@@ -1,6 +1,7 @@
 """`icl_standard_hybrid` model classes: the shared skeleton configured by `ICLStandardHybridConfig`."""
 
 from ...modeling.decoder import ICLForCausalLM, ICLModel
+from ...modeling.regression import ICLForRegression
 from .configuration_standard_hybrid import ICLStandardHybridConfig
 
 
@@ -12,6 +13,16 @@ class ICLStandardHybridModel(ICLModel):
 
 class ICLStandardHybridForCausalLM(ICLForCausalLM):
     """Standard Hybrid (attention / Mamba) language model. Args: config (`ICLStandardHybridConfig`)."""
+
+    config_class = ICLStandardHybridConfig
+    base_model_class = ICLStandardHybridModel
+
+
+class ICLStandardHybridForRegression(ICLForRegression):
+    """Standard Hybrid (attention / Mamba) with continuous read-in and read-out.
+
+    Args: config (`ICLStandardHybridConfig`).
+    """
 
     config_class = ICLStandardHybridConfig
     base_model_class = ICLStandardHybridModel

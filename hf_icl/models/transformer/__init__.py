@@ -1,4 +1,4 @@
 from .configuration_transformer import ICLTransformerConfig
-from .modeling_transformer import ICLTransformerForCausalLM, ICLTransformerModel
+from .modeling_transformer import ICLTransformerForCausalLM, ICLTransformerForRegression, ICLTransformerModel
 
-__all__ = ["ICLTransformerConfig", "ICLTransformerForCausalLM", "ICLTransformerModel"]
+__all__ = ["ICLTransformerConfig", "ICLTransformerForCausalLM", "ICLTransformerForRegression", "ICLTransformerModel"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from ...modeling.configuration import ICLConfig
+from ...modeling.configuration import ICLConfig, size_presets
 
 
 class ICLTransformerConfig(ICLConfig):
@@ -19,9 +19,7 @@ class ICLTransformerConfig(ICLConfig):
 
     model_type = "icl_transformer"
     PRESETS: ClassVar[dict[str, dict]] = {
-        "tiny": dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2),
-        "small": dict(hidden_size=128, num_hidden_layers=4, num_attention_heads=2),
-        "base": dict(hidden_size=256, num_hidden_layers=8, num_attention_heads=4),
+        **size_presets(),
         "paper_n2500": dict(hidden_size=128, num_hidden_layers=8, num_attention_heads=1),
     }
 
