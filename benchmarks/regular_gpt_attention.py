@@ -76,7 +76,8 @@ def main():
         memory_rows.append((f"peak memory T={length}", mem_ours, mem_ref))
     config = ours.config
     print(
-        f"regular_gpt {args.preset}: d={config.hidden_size}, K={config.num_hidden_layers}, C={config.chunk_size}, "
+        f"regular_gpt {args.preset}: d={config.hidden_size}, K={config.num_hidden_layers}, "
+        f"C={config.dilated_attention_chunk_size}, "
         f"threads={torch.get_num_threads()}, batch 1\n"
     )
     print_table(time_rows, unit="s", ours="sparse (ours)", reference="dense eq. (1) mask")

@@ -12,7 +12,7 @@ OUT=${OUTPUT_ROOT:-outputs/length-generalization}/$TASK
 export OMP_NUM_THREADS=1
 COMMON=(--task "$TASK" --task-option n_per_length=8 --preset small --max-steps "${STEPS:-1500}" --batch-size 64
         --lr 1e-3 --warmup-ratio 0.1 --seed 0 --threads 1 --report-to none --checkpoint-every 500)
-python train.py --architecture regular_gpt --override num_hidden_layers=1 --override chunk_size=2 \
+python train.py --architecture regular_gpt --override num_hidden_layers=1 --override dilated_attention_chunk_size=2 \
   "${COMMON[@]}" --output-dir "$OUT/regular_gpt_c2"
 python train.py --architecture transformer --override position_embedding=nope "${COMMON[@]}" \
   --output-dir "$OUT/transformer_nope"

@@ -24,7 +24,7 @@ def equation_one_mask(length, chunk_size, depth, offset_bias):
 @pytest.mark.parametrize("chunk_size, depth, length", [(2, 0, 5), (2, 1, 8), (2, 2, 11), (3, 1, 10), (3, 2, 12)])
 def test_sparse_attention_equals_dense_equation_one(chunk_size, depth, length):
     torch.manual_seed(0)
-    config = hf_icl.config_for("regular_gpt", "tiny", chunk_size=chunk_size)
+    config = hf_icl.config_for("regular_gpt", "tiny", dilated_attention_chunk_size=chunk_size)
     mixer = SlidingDilatedAttention(config, 0)
     with torch.no_grad():
         mixer.offset_bias.normal_()
@@ -55,7 +55,7 @@ def test_depth_is_ceil_log_c_of_length():
 
 @pytest.mark.parametrize("chunk_size", [2, 3])
 def test_model_depth_grows_when_length_passes_c_to_the_depth(chunk_size):
-    config = hf_icl.config_for("regular_gpt", "tiny", chunk_size=chunk_size, vocab_size=10)
+    config = hf_icl.config_for("regular_gpt", "tiny", dilated_attention_chunk_size=chunk_size, vocab_size=10)
     model = AutoModelForCausalLM.from_config(config).eval()
     thickness = config.num_hidden_layers
     for depth in (2, 3):

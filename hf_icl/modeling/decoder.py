@@ -13,15 +13,13 @@ import torch
 from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
-from transformers.modeling_outputs import BaseModelOutputWithPast, CausalLMOutputWithPast
 
 from .cache import ICLCache
 from .configuration import ICLConfig
 from .layers import DecoderBlock, build_norm
 from .ngram_blocks import build_layers
-from .remote_code import export_modeling_code
-
-RESIDUAL_PROJECTIONS = ("out_proj", "fc_out", "down_proj")
+from .outputs import ForwardRecorder, ICLCausalLMOutput, ICLModelOutput
+from .remote_code import save_pretrained_with_code
 
 
 class ICLPreTrainedModel(PreTrainedModel):
@@ -53,24 +51,42 @@ class ICLPreTrainedModel(PreTrainedModel):
     def _init_weights(self, module):
         super()._init_weights(module)
         if isinstance(module, DecoderBlock):
-            # GPT-2 scheme: residual projections scaled by 1/√(2L) for the two residual branches per block.
+            # GPT-2 scheme: residual projections scaled by 1/√(2L) for the two residual branches per block. Which
+            # layers those are is declared where they are built (`mixers.ops.residual.residual_projection`).
             std = self.config.initializer_range / math.sqrt(2 * self.config.num_hidden_layers)
-            for part in (module.mixer, module.ffn):
-                for name in RESIDUAL_PROJECTIONS:
-                    if isinstance(getattr(part, name, None), nn.Linear):
-                        init.normal_(getattr(part, name).weight, mean=0.0, std=std)
+            for part in module.modules():
+                if getattr(part, "is_residual_projection", False):
+                    init.normal_(part.weight, mean=0.0, std=std)
         if hasattr(module, "reset_mixer_parameters"):
             module.reset_mixer_parameters()
 
-    def save_pretrained(self, save_directory: str | os.PathLike, *args, **kwargs):
-        """`PreTrainedModel.save_pretrained`, plus the flat modeling code and `auto_map` for remote-code loads."""
-        os.makedirs(save_directory, exist_ok=True)
-        self.config.auto_map = export_modeling_code(self, save_directory)
-        return super().save_pretrained(save_directory, *args, **kwargs)
+    @classmethod
+    def is_remote_code(cls) -> bool:
+        # `register_for_auto_class` still records the auto class; `save_pretrained` below ships the code for it.
+        # Answering False keeps transformers' own copy step (single-dot imports only) from running on top and failing.
+        return False
+
+    def save_pretrained(self, save_directory: str | os.PathLike, is_main_process: bool = True, **kwargs):
+        """`PreTrainedModel.save_pretrained` that also ships the modeling code, writing the folder atomically.
+
+        The standard route: classes registered with `register_for_auto_class` (by default the config, this model
+        under `auto_class_name` and its backbone under `AutoModel`) are written as flat modules with `auto_map`, so
+        `AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True)` works where hf_icl is not installed.
+        `push_to_hub` (the method, or `push_to_hub=True` here) uploads the same folder. See `remote_code`.
+
+        Args:
+            save_directory: the checkpoint folder; a failed save leaves it as it was.
+            is_main_process, **kwargs: as in `PreTrainedModel.save_pretrained`.
+        """
+        kwargs["is_main_process"] = is_main_process
+        return save_pretrained_with_code(self, super().save_pretrained, save_directory, **kwargs)
 
 
 class ICLModel(ICLPreTrainedModel):
     """The decoder backbone without the output projection.
+
+    With `config.input_dim` set the model reads continuous inputs: it owns no token embedding (`embed_tokens` is
+    `None`) and takes `inputs_embeds` only (a read-in such as `ICLForRegression.read_in` produces them).
 
     Args:
         config (`ICLConfig`): the architecture's configuration.
@@ -78,7 +94,9 @@ class ICLModel(ICLPreTrainedModel):
 
     def __init__(self, config: ICLConfig):
         super().__init__(config)
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.embed_tokens = None
+        if config.input_dim is None:
+            self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
         self.embed_positions = None
         if config.position_embedding == "learned":
             self.embed_positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
@@ -103,15 +121,24 @@ class ICLModel(ICLPreTrainedModel):
             return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)[:, -length:]  # (B, T)
         return torch.arange(past_length, past_length + length, device=device)[None]  # (1, T)
 
-    def run_layers(self, hidden_states, attention_mask, cache, input_ids, position_ids, all_hidden_states=None):
-        """Apply the blocks in order (architectures with another schedule, e.g. adaptive depth, override this)."""
+    def run_layers(
+        self, hidden_states, attention_mask, cache, input_ids, position_ids, all_hidden_states=None, **context
+    ):
+        """Apply the blocks in order (architectures with another schedule, e.g. adaptive depth, override this).
+
+        `context` is the block context: the caller's `block_context` plus the per-call `recorder`. An override
+        passes all of it to every block and calls `recorder.next_layer()` before each block application, so that
+        attention maps line up with `hidden_states[1:]`.
+        """
         for layer in self.layers:
+            context["recorder"].next_layer()
             hidden_states = layer(
                 hidden_states,
                 attention_mask=attention_mask,
                 cache=cache,
                 input_ids=input_ids,
                 position_ids=position_ids,
+                **context,
             )
             if all_hidden_states is not None:
                 all_hidden_states.append(hidden_states)
@@ -125,12 +152,35 @@ class ICLModel(ICLPreTrainedModel):
         past_key_values: ICLCache | None = None,
         inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
+        output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
+        block_context: dict | None = None,
         **kwargs,
-    ) -> BaseModelOutputWithPast:
+    ) -> ICLModelOutput:
+        """Run the decoder.
+
+        Args:
+            output_attentions (`bool`, *optional*): return one (B, H, T, S) probability map per block application
+                in `attentions` (`None` for blocks without softmax attention); attention takes its eager path for
+                this call only. Defaults to `config.output_attentions`.
+            block_context (`dict`, *optional*): keyword arguments passed unchanged to every block, which hands them
+                to its mixer and its FFN (e.g. a second stream that modulates the blocks). Mixers and FFNs ignore
+                keywords they do not use. The key `recorder` is reserved for the per-call `ForwardRecorder`.
+            Other arguments are the usual `transformers` ones.
+        """
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids or inputs_embeds")
+        if input_ids is not None and self.embed_tokens is None:
+            raise ValueError(
+                f"input_dim={self.config.input_dim} is set, so the model has no token embedding: pass inputs_embeds "
+                "(B, T, hidden_size), e.g. through ICLForRegression's read-in, or use input_dim=None for token ids"
+            )
+        if block_context and "recorder" in block_context:
+            raise ValueError("block_context may not set 'recorder': the model creates one ForwardRecorder per call")
+        if output_attentions is None:
+            output_attentions = self.config.output_attentions
+        recorder = ForwardRecorder(output_attentions=bool(output_attentions))
         use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
         if past_key_values is not None and not isinstance(past_key_values, ICLCache):
             raise TypeError(
@@ -160,16 +210,17 @@ class ICLModel(ICLPreTrainedModel):
         hidden_states = self.dropout(hidden_states)
 
         all_hidden_states = [hidden_states] if output_hidden_states else None
-        hidden_states = self.run_layers(
-            hidden_states, attention_mask, cache, input_ids, position_ids, all_hidden_states
-        )
+        layer_inputs = (hidden_states, attention_mask, cache, input_ids, position_ids, all_hidden_states)
+        hidden_states = self.run_layers(*layer_inputs, **(block_context or {}), recorder=recorder)
         hidden_states = self.norm(hidden_states)
         if cache is not None:
             cache.advance(length)
-        return BaseModelOutputWithPast(
+        return ICLModelOutput(
             last_hidden_state=hidden_states,
             past_key_values=cache,
             hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
+            attentions=tuple(recorder.attentions) if output_attentions else None,
+            aux_losses=recorder.aux_losses,
         )
 
 
@@ -185,6 +236,11 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
     _tied_weights_keys = {"lm_head.weight": "model.embed_tokens.weight"}
 
     def __init__(self, config: ICLConfig):
+        if config.input_dim is not None and config.tie_word_embeddings:
+            raise ValueError(
+                f"input_dim={config.input_dim} leaves no token embedding to tie lm_head to; set "
+                "tie_word_embeddings=False, or use ICLForRegression for continuous outputs"
+            )
         super().__init__(config)
         self.model = self.base_model_class(config)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
@@ -211,11 +267,19 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
+        output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         logits_to_keep: int = 0,
+        block_context: dict | None = None,
         **kwargs,
-    ) -> CausalLMOutputWithPast:
+    ) -> ICLCausalLMOutput:
+        """Next-token logits; `loss` is the token cross-entropy only (the trainer weights and adds `aux_losses`).
+
+        Args:
+            output_attentions, block_context: as in `ICLModel.forward`.
+            Other arguments are the usual `transformers` ones; remaining `kwargs` go to the loss function.
+        """
         outputs = self.model(
             input_ids=input_ids,
             attention_mask=attention_mask,
@@ -223,7 +287,9 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
             past_key_values=past_key_values,
             inputs_embeds=inputs_embeds,
             use_cache=use_cache,
+            output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
+            block_context=block_context,
         )
         hidden_states = outputs.last_hidden_state
         if logits_to_keep:
@@ -232,9 +298,11 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
         loss = None
         if labels is not None:
             loss = self.loss_function(logits, labels, vocab_size=self.config.vocab_size, **kwargs)
-        return CausalLMOutputWithPast(
+        return ICLCausalLMOutput(
             loss=loss,
             logits=logits,
             past_key_values=outputs.past_key_values,
             hidden_states=outputs.hidden_states,
+            attentions=outputs.attentions,
+            aux_losses=outputs.aux_losses,
         )

@@ -6,6 +6,7 @@ from torch import nn
 from transformers.activations import ACT2FN
 
 from ..mixers import MIXERS
+from ..mixers.ops.residual import residual_projection
 
 
 def build_norm(config) -> nn.Module:
@@ -26,10 +27,10 @@ class MLP(nn.Module):
         super().__init__()
         self.fc_in = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias)
         self.act = ACT2FN[config.hidden_act]
-        self.fc_out = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
+        self.fc_out = residual_projection(nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias))
 
-    def forward(self, x):
-        return self.fc_out(self.act(self.fc_in(x)))  # (B, T, d)
+    def forward(self, x, **context):
+        return self.fc_out(self.act(self.fc_in(x)))  # (B, T, d); the block context is not used
 
 
 class GLU(nn.Module):
@@ -44,10 +45,12 @@ class GLU(nn.Module):
         self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias)
         self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias)
         self.act = ACT2FN[config.hidden_act]
-        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
+        self.down_proj = residual_projection(
+            nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
+        )
 
-    def forward(self, x):
-        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))  # (B, T, d)
+    def forward(self, x, **context):
+        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))  # (B, T, d); context not used
 
 
 FFNS = {"mlp": MLP, "glu": GLU}
@@ -55,6 +58,11 @@ FFNS = {"mlp": MLP, "glu": GLU}
 
 class DecoderBlock(nn.Module):
     """Pre-norm block: `h = h + mixer(norm(h))`, then `h = h + ffn(norm(h))` unless the layer's FFN is `none`.
+
+    `forward(hidden_states, attention_mask, cache, input_ids, position_ids, **context)` passes the same keyword
+    `context` to the mixer and to the FFN: the per-call `recorder` (attention maps, auxiliary losses, see
+    `outputs.ForwardRecorder`), schedule keywords such as RegularGPT's `dilation`, and whatever the caller gave as
+    `block_context`. Each ignores the keywords it does not use, so a subclass can condition either on a second stream.
 
     Args:
         config: an `ICLConfig`.
@@ -71,18 +79,16 @@ class DecoderBlock(nn.Module):
         self.ffn = FFNS[ffn](config) if ffn != "none" else None
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(
-        self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **mixer_kwargs
-    ):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **context):
         mixed = self.mixer(
             self.mixer_norm(hidden_states),
             attention_mask=attention_mask,
             cache=cache,
             input_ids=input_ids,
             position_ids=position_ids,
-            **mixer_kwargs,
+            **context,
         )
         hidden_states = hidden_states + self.dropout(mixed)
         if self.ffn is not None:
-            hidden_states = hidden_states + self.dropout(self.ffn(self.ffn_norm(hidden_states)))
+            hidden_states = hidden_states + self.dropout(self.ffn(self.ffn_norm(hidden_states), **context))
         return hidden_states  # (B, T, d)

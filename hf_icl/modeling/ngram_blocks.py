@@ -39,9 +39,10 @@ class NgramBlock(nn.Module):
         self.ffn = nn.Sequential(nn.Linear(width, width, bias=False), nn.SiLU(), nn.Linear(width, width, bias=False))
         self.dropout = nn.Dropout(config.dropout)
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
+    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **context):
+        # The block context reaches the head (which ignores it); the fixed MLP of Figure 8 takes none.
         mixed = self.mixer(
-            self.mixer_norm(hidden_states), attention_mask=attention_mask, cache=cache, input_ids=input_ids
+            self.mixer_norm(hidden_states), attention_mask=attention_mask, cache=cache, input_ids=input_ids, **context
         )
         hidden_states = hidden_states + self.dropout(mixed)
         return hidden_states + self.dropout(self.ffn(self.ffn_norm(hidden_states)))  # (B, T, d)

@@ -1,18 +1,38 @@
-"""Export the modeling code next to a checkpoint, so `trust_remote_code=True` loads it without hf_icl.
+"""Ship hf_icl's modeling code with a checkpoint: the standard `register_for_auto_class` + `save_pretrained` route.
 
-`transformers` copies only a model's own file plus its single-dot sibling imports. hf_icl's code spans packages
-(`models/<arch>`, `modeling/`, `mixers/`), so this module follows every relative import from the model and config
-modules, writes each needed module as a flat file, and rewrites the imports to single-dot siblings.
+transformers' `save_pretrained` copies the file of each class registered with `register_for_auto_class`, plus the
+files it reaches through *single-dot* relative imports (`custom_object_save`). hf_icl's classes span packages
+(`models/<arch>`, `modeling/`, `mixers/`), which that copy cannot follow: it raises after writing part of the folder.
+So the `save_pretrained` of `ICLPreTrainedModel` and of `ICLConfig` go through :func:`save_pretrained_with_code`:
+
+1. :func:`exported_classes` picks the classes to ship: those registered with `register_for_auto_class` and, for a
+   model, by default its config (`AutoConfig`), itself (its `auto_class_name`) and its backbone (`AutoModel`), so a
+   plain `model.save_pretrained(folder)` is always remote-loadable;
+2. :func:`collect_modeling_sources` follows every relative import from their modules, rewrites each to a flat
+   sibling (`from .decoder import ...`) and rejects code that would import hf_icl by name;
+3. transformers writes its files into a staging folder next to the destination, with the config's registration
+   hidden from its own copy step; the code and `auto_map` join them there, and only then do the files move into
+   place, `config.json` last. A failed save leaves the destination as it was.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
 import re
+import shutil
 import sys
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
+from transformers import PreTrainedConfig
+from transformers.utils import CONFIG_NAME
+from transformers.utils.hub import create_and_tag_model_card, hf_api
+
 RELATIVE_IMPORT = re.compile(r"^(\s*)from\s+(\.+)([\w.]*)\s+import\s+", flags=re.MULTILINE)
+WEIGHT_SHARD = re.compile(r"model.*-\d{5}-of-\d{5}\.safetensors")
 
 
 def _flat_name(module_name: str) -> str:
@@ -32,18 +52,21 @@ def collect_modeling_sources(root_modules: list[str]) -> dict[str, str]:
 
     Returns:
         Mapping from `<flat_name>.py` to its source with relative imports rewritten to `from .<flat_name> import`.
+
+    Raises:
+        ValueError: two different modules would share a flat file name, or a module imports its top-level package
+            by name (the shipped code must load where that package is not installed).
     """
     sources: dict[str, str] = {}
     owners: dict[str, str] = {}
+    seen: set[str] = set()
     pending = list(root_modules)
     while pending:
         module_name = pending.pop()
-        flat = _flat_name(module_name)
-        if owners.get(flat) == module_name:
+        if module_name in seen:
             continue
-        if flat in owners:
-            raise ValueError(f"modules {owners[flat]} and {module_name} would both be exported as {flat}.py")
-        owners[flat] = module_name
+        seen.add(module_name)
+        flat = _flat_name(module_name)
         package = _module_package(module_name)
 
         def rewrite(match, package=package):
@@ -53,24 +76,143 @@ def collect_modeling_sources(root_modules: list[str]) -> dict[str, str]:
             pending.append(target)
             return f"{match.group(1)}from .{_flat_name(target)} import "
 
-        source = Path(sys.modules[module_name].__file__).read_text(encoding="utf-8")
-        sources[f"{flat}.py"] = RELATIVE_IMPORT.sub(rewrite, source)
+        source = RELATIVE_IMPORT.sub(rewrite, Path(sys.modules[module_name].__file__).read_text(encoding="utf-8"))
+        top = module_name.partition(".")[0]
+        if re.search(rf"^\s*(from|import)\s+{top}\b", source, flags=re.MULTILINE):
+            raise ValueError(f"{module_name} imports {top} by name; shipped modeling code uses relative imports only")
+        # Code loaded with trust_remote_code can hold two copies of one file (transformers caches the config's and
+        # the model's modules apart); identical copies are one file, different ones cannot share the name.
+        if flat in owners and sources[f"{flat}.py"] != source:
+            raise ValueError(f"modules {owners[flat]} and {module_name} would both be exported as {flat}.py")
+        owners.setdefault(flat, module_name)
+        sources[f"{flat}.py"] = source
     return sources
 
 
-def export_modeling_code(model, folder: str | Path) -> dict[str, str]:
-    """Write the flat modeling files for `model` into `folder` and return the `auto_map` for its config.
+def exported_classes(obj) -> dict[str, type]:
+    """The auto classes `obj`'s checkpoint maps to code, as `{auto class name: class}`.
 
     Args:
-        model: an `ICLForCausalLM` (or `ICLModel`) instance.
-        folder: the checkpoint folder.
+        obj: an hf_icl model (`ICLPreTrainedModel`) or config (`ICLConfig`).
+
+    Returns:
+        For a config, its class under the auto class it was registered for (empty when unregistered, as in
+        transformers). For a model: the config class under `AutoConfig`; the model class under the auto class it was
+        registered for, else its `auto_class_name`; its `base_model_class` (if any) likewise, unless that auto class
+        is already taken by the model.
     """
-    model_cls, config_cls = type(model), type(model.config)
-    classes = {"AutoConfig": config_cls, model_cls.auto_class_name: model_cls}
-    base_cls = getattr(model_cls, "base_model_class", None)
-    if base_cls is not None:
-        classes["AutoModel"] = base_cls
-    sources = collect_modeling_sources(sorted({cls.__module__ for cls in classes.values()}))
-    for name, source in sources.items():
+    if isinstance(obj, PreTrainedConfig):
+        return {obj._auto_class: type(obj)} if obj._auto_class else {}
+    classes = {"AutoConfig": type(obj.config)}
+    for cls in (type(obj), getattr(type(obj), "base_model_class", None)):
+        if cls is not None:
+            classes.setdefault(cls._auto_class or cls.auto_class_name, cls)
+    return classes
+
+
+def export_modeling_code(obj, folder: str | Path) -> dict[str, str]:
+    """Write the flat modeling files `obj` needs into `folder` and return the `auto_map` entries for them.
+
+    Args:
+        obj: an hf_icl model or config (see :func:`exported_classes`).
+        folder: an existing folder.
+
+    Returns:
+        `{auto class name: "<flat module>.<class name>"}`.
+    """
+    classes = exported_classes(obj)
+    for name, source in collect_modeling_sources(sorted({cls.__module__ for cls in classes.values()})).items():
         (Path(folder) / name).write_text(source, encoding="utf-8")
     return {auto: f"{_flat_name(cls.__module__)}.{cls.__name__}" for auto, cls in classes.items()}
+
+
+@contextlib.contextmanager
+def _registration_hidden(config: PreTrainedConfig):
+    """Hide `config`'s auto-class registration from transformers' own copy step, on this instance only."""
+    missing = object()
+    previous = vars(config).get("_auto_class", missing)
+    vars(config)["_auto_class"] = None
+    try:
+        yield
+    finally:
+        if previous is missing:
+            vars(config).pop("_auto_class", None)
+        else:
+            vars(config)["_auto_class"] = previous
+
+
+def _move_into(staging: Path, destination: Path) -> None:
+    """Move the staged files into `destination`: in one rename when it is new, else file by file (code first,
+    `config.json` last), removing weight shards of an earlier save that this one did not rewrite (as transformers
+    does when saving in place)."""
+    if not destination.exists():
+        staging.rename(destination)
+        return
+    destination.mkdir(exist_ok=True)
+    staged = sorted(staging.iterdir(), key=lambda p: (p.name == CONFIG_NAME, p.suffix != ".py", p.name))
+    for path in staged:
+        target = destination / path.name
+        if path.is_dir() and target.is_dir():
+            _move_into(path, target)
+        else:
+            os.replace(path, target)
+    names = {path.name for path in staged}
+    if any(name.startswith("model") and name.endswith(".safetensors") for name in names):
+        for old in destination.iterdir():
+            if old.name not in names and old.is_file() and WEIGHT_SHARD.fullmatch(old.name):
+                old.unlink()
+
+
+@contextlib.contextmanager
+def _staging_folder(destination: Path):
+    """An empty folder beside `destination` whose files replace `destination`'s once the block succeeds."""
+    if destination.is_file():
+        raise NotADirectoryError(f"save_directory={str(destination)!r} is a file, not a folder")
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{destination.name}.", suffix=".saving", dir=destination.parent))
+    try:
+        yield staging
+        _move_into(staging, destination)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def save_pretrained_with_code(obj, save: Callable, save_directory: str | os.PathLike, push_to_hub=False, **kwargs):
+    """Run transformers' `save_pretrained` of `obj` so that the folder also ships the code, written atomically.
+
+    Args:
+        obj: an hf_icl model or config.
+        save: the transformers `save_pretrained` of `obj` (its base class's bound method).
+        save_directory: the destination folder; files already there that the save does not write are kept.
+        push_to_hub: also upload the saved folder, as transformers does: the repo is created first (`repo_id`,
+            default the folder's name; `private`, `repo_type`), then the files this save wrote are committed
+            (`commit_message`, `create_pr`, `token`).
+        **kwargs: passed to `save`. Ranks that write nothing, and `distributed_checkpoint=True` saves (every rank
+            writes into the same folder; meant for resuming, not sharing), save in place without the code.
+
+    Returns:
+        What `save` returns, or the upload's commit info with `push_to_hub=True`.
+    """
+    config = obj if isinstance(obj, PreTrainedConfig) else obj.config
+    in_place = not isinstance(obj, PreTrainedConfig) and (
+        kwargs.get("distributed_checkpoint") or not obj.should_save_on_this_rank(kwargs.get("is_main_process", True))
+    )
+    if not exported_classes(obj) or in_place:
+        with _registration_hidden(config):
+            return save(save_directory, push_to_hub=push_to_hub, **kwargs)
+    destination = Path(save_directory).absolute()
+    if push_to_hub:
+        upload = {key: kwargs.pop(key) for key in ("commit_message", "create_pr") if key in kwargs}
+        repo_id = kwargs.pop("repo_id", destination.name)
+        create = {key: kwargs.pop(key) for key in ("private", "repo_type") if key in kwargs}
+        repo_id = hf_api().create_repo(repo_id, exist_ok=True, token=kwargs.get("token"), **create).repo_id
+        before = obj._get_files_timestamps(destination) if destination.is_dir() else {}
+    with _staging_folder(destination) as staging:
+        config.auto_map = {**(getattr(config, "auto_map", None) or {}), **export_modeling_code(obj, staging)}
+        with _registration_hidden(config):
+            result = save(staging, **kwargs)
+    if not push_to_hub:
+        return result
+    if not isinstance(obj, PreTrainedConfig):  # transformers gives models a card when it pushes them
+        create_and_tag_model_card(repo_id, obj.model_tags, token=kwargs.get("token")).save(destination / "README.md")
+    return obj._upload_modified_files(destination, repo_id, before, token=kwargs.get("token"), **upload)
