@@ -12,19 +12,9 @@ the field (``--n-train`` to all; ``--n-per-length`` to the copy, lookup and phon
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import numpy as np
 
-from hf_icl.hub.dataset_export import (
-    add_export_arguments,
-    build_configs,
-    front_matter,
-    render_readme,
-    run_export,
-    write_folder,
-)
+from hf_icl.hub.dataset_export import DatasetExport, overrides_note
 from hf_icl.tasks import GENERATION_TASKS, task_builder, task_option_fields
 from hf_icl.tasks.copying import CITATION as P4_CITATION
 from hf_icl.tasks.recall import ZOOLOGY_CITATION
@@ -108,57 +98,38 @@ def _settings(name: str, config) -> str:
     return ", ".join(f"{field}={getattr(config, field)}" for field in task_option_fields(name))
 
 
-def render_card(configs: dict, stats: dict, overrides: dict) -> str:
-    """README.md: YAML front matter listing every config's data files, then the card."""
-    front = front_matter(
-        configs,
-        "copy" if "copy" in configs else next(iter(configs)),
-        pretty_name="Copying and retrieval tasks (Repeat After Me, associative recall, MQAR)",
-        license="apache-2.0",
-        task_categories=["text-generation"],
-        tags=["in-context-learning", "copying", "associative-recall", "length-generalization", "synthetic"],
-    )
-    body = _CARD.format(
-        overrides=f", with overrides {overrides}" if overrides else "",
+def render_body(configs: dict, stats: dict, overrides: dict) -> str:
+    """The card's prose (configs used, per-split statistics, overrides)."""
+    return _CARD.format(
+        overrides=overrides_note(overrides),
         table="\n".join(f"| {name} | {_settings(name, cfg)} |" for name, cfg in configs.items()),
         stats="\n".join(f"| {c} | {s} | {v} |" for (c, s), v in stats.items()),
         citation=P4_CITATION + "\n\n" + ZOOLOGY_CITATION,
     )
-    return render_readme(front, body)
 
 
-def export(output: Path, configs: list[str], overrides: dict, cache_dir: str | None = None) -> Path:
-    """Generates every config and writes the Hub-layout folder.
-
-    Args:
-        output: destination folder (created).
-        configs: Hub config names (from :data:`EXPORT_CONFIGS`).
-        overrides: field overrides, each applied to the configs that have the field.
-        cache_dir: ``datasets`` cache directory.
-    """
-
-    def make_builder(name):
-        fields = task_option_fields(name)
-        return task_builder(name, cache_dir, **{k: v for k, v in overrides.items() if k in fields})
-
-    built, used, stats = build_configs(make_builder, configs, split_statistics)
-    return write_folder(output, built, render_card(used, stats, overrides))
+def make_builder(name: str, overrides: dict, cache_dir: str | None):
+    """The task's builder with the overrides that task has."""
+    fields = task_option_fields(name)
+    return task_builder(name, cache_dir, **{k: v for k, v in overrides.items() if k in fields})
 
 
-def main(argv: list[str] | None = None) -> Path:
-    """Command-line entry point (see module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_export_arguments(parser)
-    parser.add_argument(
-        "--configs", nargs="+", default=list(EXPORT_CONFIGS), choices=list(EXPORT_CONFIGS), metavar="CONFIG"
-    )
-    for field in _INT_FIELDS:
-        parser.add_argument(f"--{field.replace('_', '-')}", type=int, help=f"override {field} where it exists")
-    parser.add_argument("--power-a", type=float, help="override mqar's power_a")
-    args = parser.parse_args(argv)
-    overrides = {f: getattr(args, f) for f in [*_INT_FIELDS, "power_a"] if getattr(args, f) is not None}
-    return run_export(args, lambda: export(args.output, args.configs, overrides, args.cache_dir))
-
+EXPORT = DatasetExport(
+    configs=EXPORT_CONFIGS,
+    make_builder=make_builder,
+    statistics=split_statistics,
+    render_body=render_body,
+    card_metadata=dict(
+        pretty_name="Copying and retrieval tasks (Repeat After Me, associative recall, MQAR)",
+        license="apache-2.0",
+        task_categories=["text-generation"],
+        tags=["in-context-learning", "copying", "associative-recall", "length-generalization", "synthetic"],
+    ),
+    default_config="copy",
+    overrides={**{field: int for field in _INT_FIELDS}, "power_a": float},
+    description=__doc__,
+)
+main = EXPORT.main
 
 if __name__ == "__main__":
     main()

@@ -11,19 +11,9 @@ card) through :mod:`hf_icl.hub.dataset_export`; then ``datasets.load_dataset("<o
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
 import numpy as np
 
-from hf_icl.hub.dataset_export import (
-    add_export_arguments,
-    build_configs,
-    front_matter,
-    render_readme,
-    run_export,
-    write_folder,
-)
+from hf_icl.hub.dataset_export import DatasetExport, overrides_note
 from hf_icl.tasks.formal_languages import RECOGNITION_LANGUAGES
 from hf_icl.tasks.regular_languages import CITATION, CONFIG_FIELDS, LANGUAGES, RegularLanguageBuilder
 
@@ -110,8 +100,8 @@ def split_statistics(rows) -> str:
     return f"{len(lengths)} | {lengths.min()}–{lengths.max()} ({len(np.unique(lengths))}) | {shares}"
 
 
-def render_card(configs: dict, stats: dict, overrides: dict) -> str:
-    """Renders README.md: YAML front matter listing every config's data files, then the card.
+def render_body(configs: dict, stats: dict, overrides: dict) -> str:
+    """The card's prose.
 
     Args:
         configs: Hub config name -> the :class:`RegularLanguageConfig` actually used.
@@ -119,67 +109,39 @@ def render_card(configs: dict, stats: dict, overrides: dict) -> str:
         overrides: command-line overrides applied to every config (recorded in the card).
 
     Returns:
-        The README text.
+        The Markdown body.
     """
-    front = front_matter(
-        configs,
-        "parity_check" if "parity_check" in configs else next(iter(configs)),
-        pretty_name="Regular-language suite (RegularGPT)",
-        license="apache-2.0",
-        task_categories=["text-classification", "text-generation"],
-        tags=["in-context-learning", "formal-languages", "regular-languages", "length-generalization", "synthetic"],
-    )
-    body = _CARD.format(
+    return _CARD.format(
         version=RegularLanguageBuilder.VERSION,
-        overrides=f", with overrides {overrides}" if overrides else "",
+        overrides=overrides_note(overrides),
         table="\n".join(_table_row(name, cfg) for name, cfg in configs.items()),
         stats="\n".join(f"| {c} | {s} | {v} |" for (c, s), v in stats.items()),
         citation=CITATION,
     )
-    return render_readme(front, body)
 
 
-def export(output: Path, configs: list[str], overrides: dict, cache_dir: str | None = None) -> Path:
-    """Generates every config and writes the Hub-layout folder.
-
-    Args:
-        output: destination folder (created).
-        configs: Hub config names (keys of :data:`EXPORT_CONFIGS`).
-        overrides: :class:`RegularLanguageConfig` field overrides applied to every config.
-        cache_dir: ``datasets`` cache directory.
-
-    Returns:
-        The output folder.
-    """
-
-    def make_builder(name):
-        config_name, fixed = EXPORT_CONFIGS[name]
-        return RegularLanguageBuilder(config_name=config_name, cache_dir=cache_dir, **fixed, **overrides)
-
-    built, used, stats = build_configs(make_builder, configs, split_statistics)
-    return write_folder(output, built, render_card(used, stats, overrides))
+def make_builder(name: str, overrides: dict, cache_dir: str | None) -> RegularLanguageBuilder:
+    """The builder of a Hub config: its language's builder config, its fixed overrides, then the command line's."""
+    config_name, fixed = EXPORT_CONFIGS[name]
+    return RegularLanguageBuilder(config_name=config_name, cache_dir=cache_dir, **fixed, **overrides)
 
 
-def main(argv: list[str] | None = None) -> Path:
-    """Command-line entry point (see module docstring).
-
-    Args:
-        argv: arguments (default ``sys.argv[1:]``).
-
-    Returns:
-        The output folder.
-    """
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_export_arguments(parser)
-    parser.add_argument(
-        "--configs", nargs="+", default=list(EXPORT_CONFIGS), choices=list(EXPORT_CONFIGS), metavar="CONFIG"
-    )
-    for field in CONFIG_FIELDS:
-        parser.add_argument(f"--{field.replace('_', '-')}", type=int, help=f"override {field} in every config")
-    args = parser.parse_args(argv)
-    overrides = {field: getattr(args, field) for field in CONFIG_FIELDS if getattr(args, field) is not None}
-    return run_export(args, lambda: export(args.output, args.configs, overrides, args.cache_dir))
-
+EXPORT = DatasetExport(
+    configs=tuple(EXPORT_CONFIGS),
+    make_builder=make_builder,
+    statistics=split_statistics,
+    render_body=render_body,
+    card_metadata=dict(
+        pretty_name="Regular-language suite (RegularGPT)",
+        license="apache-2.0",
+        task_categories=["text-classification", "text-generation"],
+        tags=["in-context-learning", "formal-languages", "regular-languages", "length-generalization", "synthetic"],
+    ),
+    default_config="parity_check",
+    overrides={field: int for field in CONFIG_FIELDS},
+    description=__doc__,
+)
+main = EXPORT.main
 
 if __name__ == "__main__":
     main()

@@ -12,17 +12,7 @@ The folder layout and the push are shared with the other exports (:mod:`hf_icl.h
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
-from hf_icl.hub.dataset_export import (
-    add_export_arguments,
-    build_configs,
-    front_matter,
-    render_readme,
-    run_export,
-    write_folder,
-)
+from hf_icl.hub.dataset_export import DatasetExport, overrides_note
 from hf_icl.tasks.regbench import CITATION, RegBenchBuilder, instance_statistics
 
 CONFIGS = [c.name for c in RegBenchBuilder.BUILDER_CONFIGS]
@@ -102,8 +92,8 @@ def _range_row(name: str, config) -> str:
     return f"| {name} | {config.n_train} | {config.n_validation} | {config.n_test} | {config.seed} | {spans} |"
 
 
-def render_card(configs: dict, stats: dict, overrides: dict) -> str:
-    """Renders README.md: YAML front matter listing every config's data files, then the card.
+def render_body(configs: dict, stats: dict, overrides: dict) -> str:
+    """The card's prose.
 
     Args:
         configs: config name -> :class:`RegBenchConfig` actually used.
@@ -111,79 +101,38 @@ def render_card(configs: dict, stats: dict, overrides: dict) -> str:
         overrides: command-line overrides applied to every config (recorded in the card).
 
     Returns:
-        The README text.
+        The Markdown body.
     """
-    default = "n2500" if "n2500" in configs else next(iter(configs))
-    front = front_matter(
-        configs,
-        default,
-        pretty_name="RegBench",
-        license="apache-2.0",
-        task_categories=["text-generation"],
-        tags=["in-context-learning", "formal-languages", "regular-languages", "synthetic"],
-    )
     stat_rows = "\n".join(
         f"| {c} | {s} | {v['instances']} | {v['mean_tokens']:.1f} | {v['mean_strings']:.2f} | "
         f"{v['mean_string_length']:.2f} | {v['mean_states']:.2f} | {100 * v['separator_share']:.2f}% |"
         for (c, s), v in stats.items()
     )
-    body = _CARD.format(
+    return _CARD.format(
         version=RegBenchBuilder.VERSION,
-        overrides=f", with overrides {overrides}" if overrides else "",
+        overrides=overrides_note(overrides),
         ranges="\n".join(_range_row(name, cfg) for name, cfg in configs.items()),
         stats=stat_rows,
         citation=CITATION,
     )
-    return render_readme(front, body)
 
 
-def export(output: Path, configs: list[str], overrides: dict, cache_dir: str | None = None) -> Path:
-    """Generates every config and writes the Hub-layout folder.
-
-    Args:
-        output: destination folder (created).
-        configs: config names to export.
-        overrides: :class:`RegBenchConfig` field overrides applied to every config.
-        cache_dir: ``datasets`` cache directory.
-
-    Returns:
-        The output folder.
-    """
-    built, used, stats = build_configs(
-        lambda name: RegBenchBuilder(config_name=name, cache_dir=cache_dir, **overrides), configs, instance_statistics
-    )
-    return write_folder(output, built, render_card(used, stats, overrides))
-
-
-def main(argv: list[str] | None = None) -> Path:
-    """Command-line entry point (see module docstring).
-
-    Args:
-        argv: arguments (default ``sys.argv[1:]``).
-
-    Returns:
-        The output folder.
-    """
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_export_arguments(parser)
-    parser.add_argument("--configs", nargs="+", default=CONFIGS, choices=CONFIGS, metavar="CONFIG")
-    parser.add_argument("--n-train", type=int, help="override n_train in every config")
-    parser.add_argument("--n-test", type=int, help="override n_test in every config")
-    parser.add_argument("--n-validation", type=int, help="override n_validation in every config")
-    parser.add_argument("--seed", type=int, help="override the seed in every config")
-    args = parser.parse_args(argv)
-    overrides = {
-        key: value
-        for key, value in (
-            ("n_train", args.n_train),
-            ("n_test", args.n_test),
-            ("n_validation", args.n_validation),
-            ("seed", args.seed),
-        )
-        if value is not None
-    }
-    return run_export(args, lambda: export(args.output, args.configs, overrides, args.cache_dir))
-
+EXPORT = DatasetExport(
+    configs=tuple(CONFIGS),
+    make_builder=lambda name, overrides, cache_dir: RegBenchBuilder(config_name=name, cache_dir=cache_dir, **overrides),
+    statistics=instance_statistics,
+    render_body=render_body,
+    card_metadata=dict(
+        pretty_name="RegBench",
+        license="apache-2.0",
+        task_categories=["text-generation"],
+        tags=["in-context-learning", "formal-languages", "regular-languages", "synthetic"],
+    ),
+    default_config="n2500",
+    overrides={"n_train": int, "n_test": int, "n_validation": int, "seed": int},
+    description=__doc__,
+)
+main = EXPORT.main
 
 if __name__ == "__main__":
     main()

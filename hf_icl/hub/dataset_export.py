@@ -3,6 +3,9 @@
 A folder holds ``<config>/<split>-00000-of-00001.parquet`` for every config and split, and a ``README.md`` whose
 YAML front matter lists each config's data files and whose prose is the dataset card. Afterwards
 ``datasets.load_dataset("<folder>", "<config>")`` works offline. The network is touched only by the optional push.
+
+A script declares one :class:`DatasetExport` (its configs, how to build one, its statistics, its card and its
+command-line overrides) and runs ``EXPORT.main()``; the argument parsing, the export loop and the push live here.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import argparse
 import dataclasses
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -144,3 +148,82 @@ def run_export(args: argparse.Namespace, export: Callable[[], Path]) -> Path:
         push_folder(folder, args.push_to_hub, repo_type="dataset", private=args.private)
         print(f"pushed to https://huggingface.co/datasets/{args.push_to_hub}")
     return folder
+
+
+def overrides_note(overrides: Mapping) -> str:
+    """The card's note on command-line overrides: ``", with overrides {...}"``, or nothing without any."""
+    return f", with overrides {dict(overrides)}" if overrides else ""
+
+
+@dataclasses.dataclass(frozen=True)
+class DatasetExport:
+    """What one ``dataset_scripts/<task>.py`` exports; :meth:`main` is the whole script.
+
+    Args:
+        configs: Hub config names, in card order.
+        make_builder: ``(config name, overrides, cache_dir) -> GeneratorBasedBuilder`` (not yet prepared); it
+            applies the overrides that the config has.
+        statistics: ``split dataset -> statistics`` for the card.
+        render_body: ``(resolved builder configs by name, statistics by (name, split), overrides) -> card prose``.
+        card_metadata: the card's YAML fields besides ``configs:`` (``pretty_name``, ``license``, ``tags``, ...).
+        default_config: the config marked ``default: true`` when exported (else the first exported one).
+        overrides: ``{config field: type}`` offered as ``--field-name`` options, in the order the card lists them.
+        description: the ``--help`` text (the script's docstring).
+    """
+
+    configs: tuple[str, ...]
+    make_builder: Callable[[str, dict, str | None], Any]
+    statistics: Callable
+    render_body: Callable[[dict, dict, dict], str]
+    card_metadata: Mapping[str, Any]
+    default_config: str
+    overrides: Mapping[str, type]
+    description: str = ""
+
+    def export(self, output: Path, configs: Iterable[str], overrides: Mapping, cache_dir: str | None = None) -> Path:
+        """Generates every named config and writes the Hub-layout folder.
+
+        Args:
+            output: destination folder (created).
+            configs: config names to export.
+            overrides: config field overrides (see :attr:`make_builder`).
+            cache_dir: ``datasets`` cache directory.
+
+        Returns:
+            The output folder.
+        """
+        overrides = dict(overrides)
+        built, used, stats = build_configs(
+            lambda name: self.make_builder(name, overrides, cache_dir), configs, self.statistics
+        )
+        default = self.default_config if self.default_config in used else next(iter(used))
+        front = front_matter(used, default, **self.card_metadata)
+        return write_folder(output, built, render_readme(front, self.render_body(used, stats, overrides)))
+
+    def parser(self) -> argparse.ArgumentParser:
+        """``--output``, ``--configs``, one option per override, ``--cache-dir``, ``--push-to-hub``, ``--private``."""
+        parser = argparse.ArgumentParser(
+            description=self.description, formatter_class=argparse.RawDescriptionHelpFormatter
+        )
+        add_export_arguments(parser)
+        parser.add_argument(
+            "--configs", nargs="+", default=list(self.configs), choices=list(self.configs), metavar="CONFIG"
+        )
+        for field, kind in self.overrides.items():
+            parser.add_argument(
+                f"--{field.replace('_', '-')}", type=kind, help=f"override {field} where a config has it"
+            )
+        return parser
+
+    def main(self, argv: list[str] | None = None) -> Path:
+        """Command-line entry point: parse, export, optionally push.
+
+        Args:
+            argv: arguments (default ``sys.argv[1:]``).
+
+        Returns:
+            The output folder.
+        """
+        args = self.parser().parse_args(argv)
+        overrides = {field: getattr(args, field) for field in self.overrides if getattr(args, field) is not None}
+        return run_export(args, lambda: self.export(args.output, args.configs, overrides, args.cache_dir))

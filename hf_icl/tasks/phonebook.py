@@ -23,13 +23,12 @@ import datasets
 import numpy as np
 
 from ..tokenization import phonebook_tokenizer
+from .builder import check_counts, check_range
 from .copying import CITATION
 from .generative import (
     EOS,
     GenerationTask,
     RowBuilder,
-    check_counts,
-    check_range,
     span_features,
     span_queries,
     span_training_example,

@@ -25,11 +25,11 @@ import datasets
 import numpy as np
 
 from ..tokenization import ASSOCIATIVE_RECALL_SYMBOLS, associative_recall_tokenizer, mqar_symbols, mqar_tokenizer
+from .builder import check_counts
 from .generative import (
     GenerationTask,
     Query,
     RowBuilder,
-    check_counts,
     full_training_example,
     span_features,
     span_queries,

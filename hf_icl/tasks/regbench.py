@@ -19,7 +19,7 @@ import datasets
 import numpy as np
 
 from ..tokenization import REGBENCH_SYMBOLS
-from .builder import ValidatedBuilder
+from .builder import ValidatedBuilder, check_counts, check_range
 from .regbench_sampling import SamplingRanges, sample_automata, sample_texts
 
 REGBENCH_VOCAB: list[str] = REGBENCH_SYMBOLS
@@ -76,15 +76,9 @@ def validate_config(config: RegBenchConfig) -> None:
     Args:
         config: the config to check.
     """
-    for name in ("n_train", "n_test", "n_validation", "seed"):
-        value = getattr(config, name)
-        if not isinstance(value, (int, np.integer)) or value < 0:
-            raise ValueError(f"{name}={value!r} is not allowed: expected an integer >= 0")
-    lowest = {"states": 2, "alphabet": 1, "edges": 1, "strings": 1, "length": 1}
-    for key, low in lowest.items():
-        lo, hi = getattr(config, f"min_{key}"), getattr(config, f"max_{key}")
-        if not (isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer)) and low <= lo <= hi):
-            raise ValueError(f"min_{key}={lo!r}, max_{key}={hi!r} are not allowed: need {low} <= min <= max")
+    check_counts(config, ("n_train", "n_test", "n_validation", "seed"))
+    for key, lowest in {"states": 2, "alphabet": 1, "edges": 1, "strings": 1, "length": 1}.items():
+        check_range(config, f"min_{key}", f"max_{key}", lowest)
     if config.max_alphabet > 18:
         raise ValueError(f"max_alphabet={config.max_alphabet} is not allowed: the symbols are a..r (<= 18)")
     if config.min_edges > min(config.min_alphabet, config.min_states - 1):
@@ -178,12 +172,6 @@ class RegBenchBuilder(ValidatedBuilder):
             ),
             citation=CITATION,
         )
-
-    def _split_generators(self, dl_manager):
-        return [
-            datasets.SplitGenerator(name=getattr(datasets.Split, split.upper()), gen_kwargs={"split": split})
-            for split in ("train", "validation", "test")
-        ]
 
     def _generate_examples(self, split: str):
         if self._splits is None:  # all splits at once: train rejects automata taken by test/validation

@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 import datasets
 import numpy as np
 
-from .builder import ValidatedBuilder
+from .builder import ValidatedBuilder, check_counts, check_range
 from .formal_languages import RECOGNITION_LANGUAGES, TRANSDUCTION_LANGUAGES, ExactLengthSampler, sample_transduction
 
 QUERY_SYMBOL = "?"
@@ -125,16 +125,9 @@ def validate_config(config: RegularLanguageConfig) -> None:
     """
     if config.language not in LANGUAGES:
         raise ValueError(f"language={config.language!r} is not one of: {', '.join(LANGUAGES)}")
-    for name in ("n_train", "n_validation", "n_per_length", "seed"):
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-            raise ValueError(f"{name}={value!r} is not allowed: expected an integer >= 0")
+    check_counts(config, ("n_train", "n_validation", "n_per_length", "seed"))
     for prefix in ("train", "test"):
-        lo, hi = getattr(config, f"{prefix}_min_length"), getattr(config, f"{prefix}_max_length")
-        if not (isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer)) and 1 <= lo <= hi):
-            raise ValueError(
-                f"{prefix}_min_length={lo!r}, {prefix}_max_length={hi!r} are not allowed: need 1 <= min <= max"
-            )
+        check_range(config, f"{prefix}_min_length", f"{prefix}_max_length", 1)
     if config.language == "parity_p":
         p = config.p_one
         if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 < p < 1.0:
@@ -272,12 +265,6 @@ class RegularLanguageBuilder(ValidatedBuilder):
             ),
             citation=CITATION,
         )
-
-    def _split_generators(self, dl_manager):
-        return [
-            datasets.SplitGenerator(name=getattr(datasets.Split, split.upper()), gen_kwargs={"split": split})
-            for split in ("train", "validation", "test")
-        ]
 
     def _generate_examples(self, split: str):
         i = 0
