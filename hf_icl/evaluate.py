@@ -11,12 +11,11 @@ import json
 import sys
 from pathlib import Path
 
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoConfig, AutoTokenizer
 
-from .evaluation.generation_eval import plot_generation_curves
-from .evaluation.length_sweep import plot_length_curve
-from .evaluation.task_evaluators import evaluate_task
-from .tasks import list_tasks, task_builder, task_family
+from .models.heads import load_model
+from .tasks import EvalRequest, TaskRequest, family_of, list_tasks
+from .training.checkpoints import write_json_atomic
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -42,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def task_config_of(config, args) -> dict:
+def task_request_of(config, args) -> TaskRequest:
     """Task generator settings: the training run's (recorded in `config.hf_icl_run`) unless overridden."""
     run = getattr(config, "hf_icl_run", None) or {}
     same_task = run.get("task") == args.task
@@ -52,7 +51,8 @@ def task_config_of(config, args) -> dict:
         options[key] = json.loads(value)
     n_train = args.n_train or (run.get("n_train") if same_task else None)
     seed = args.task_seed if args.task_seed is not None else (run.get("task_seed", 0) if same_task else 0)
-    return {**({"n_train": n_train} if n_train else {}), "seed": seed, **options}
+    training = dict(run.get("training", {})) if same_task else {}
+    return TaskRequest(args.task, n_train, seed, options, training)
 
 
 def main(argv=None) -> dict:
@@ -64,35 +64,30 @@ def main(argv=None) -> dict:
     output_dir = Path(args.output_dir or f"{checkpoint.resolve()}-eval-{args.task}-{args.split}")
     if (output_dir / "metrics.json").exists() and not args.overwrite:
         parser.exit(2, f"error: {output_dir / 'metrics.json'} exists; pass --overwrite to replace it\n")
-    model = AutoModelForCausalLM.from_pretrained(checkpoint)
-    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-    task_config = task_config_of(model.config, args)
-    builder = task_builder(args.task, **task_config)
-    builder.download_and_prepare()
-    splits = builder.as_dataset()
-    if args.max_rows:
-        splits[args.split] = splits[args.split].select(range(min(args.max_rows, len(splits[args.split]))))
-    results = evaluate_task(
-        args.task, model, tokenizer, splits, args.split, batch_size=args.batch_size, config=builder.config
-    )
+    family = family_of(args.task)
+    request = task_request_of(AutoConfig.from_pretrained(checkpoint), args)
+    data = family.prepare_data(request)  # the splits (and tokenizer) the run trained on, rebuilt from the seed
+    model = load_model(family.head, checkpoint)
+    if data.tokenizer is not None and (checkpoint / "tokenizer_config.json").is_file():
+        data.tokenizer = AutoTokenizer.from_pretrained(checkpoint)  # the checkpoint's own tokenizer wins
+    if args.max_rows and data.splits is not None:
+        data.splits[args.split] = data.splits[args.split].select(
+            range(min(args.max_rows, len(data.splits[args.split])))
+        )
+    results = family.evaluate(EvalRequest(args.task, model, data, args.split, args.batch_size))
     metrics = {
         "task": args.task,
+        "task_family": family.name,
         "checkpoint": str(checkpoint),
         "architecture": model.config.model_type,
         "num_parameters": model.num_parameters(),
         args.split: results,
-        "eval_config": {**vars(args), "task_config": task_config},
+        "eval_config": {**vars(args), "task_request": vars(request)},
     }
     output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / "metrics.json").write_text(json.dumps(metrics, indent=2, sort_keys=True))
-    if task_family(args.task) == "generation":
-        plot_generation_curves(
-            results, output_dir / "generation_curves.png", f"{metrics['architecture']} on {args.task}"
-        )
-    elif "per_length" in results:
-        plot_length_curve(
-            results, output_dir / "length_generalization.png", f"{metrics['architecture']} on {args.task}"
-        )
+    write_json_atomic(output_dir / "metrics.json", metrics)
+    if family.plot is not None:
+        family.plot(results, output_dir / family.plot_name, f"{metrics['architecture']} on {args.task}")
     print(json.dumps({"model": results.get("model"), "output": str(output_dir / "metrics.json")}))
     return metrics
 

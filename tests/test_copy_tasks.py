@@ -16,7 +16,7 @@ from scipy import stats
 
 import hf_icl
 from hf_icl.baselines.copying import LookupOracle, NGramCopier
-from hf_icl.tasks import GENERATION_TASKS, TASKS, task_builder
+from hf_icl.tasks import GENERATION_TASKS, task_builder, task_entry
 from hf_icl.tasks.copying_sampling import (
     duplicate_ngram,
     longest_repeat_with_different_successors,
@@ -43,7 +43,7 @@ def config_of(task, **overrides):
 
 
 def rows_of(task, split, **overrides):
-    return list(TASKS[task][0].iter_rows(config_of(task, **overrides), split))
+    return list(task_entry(task).builder.iter_rows(config_of(task, **overrides), split))
 
 
 # ---------------------------------------------------------------------------------- independent format parsers
@@ -265,7 +265,7 @@ def test_copier_accuracy_on_duplicated_ngrams_drops_where_ambiguity_says():
     from hf_icl.evaluation.generation_eval import evaluate_generation
 
     config = config_of("copy_dup_ngram", n_per_length=40)
-    rows = list(TASKS["copy_dup_ngram"][0].iter_rows(config, "test"))
+    rows = list(task_entry("copy_dup_ngram").builder.iter_rows(config, "test"))
     results = evaluate_generation("copy_dup_ngram", None, None, rows, config)
     ambiguity = {m: [brute_force_ambiguity(r["text"][1 : r["text"].index("|")]) for r in rows if r["ngrams"][0] == m]
                  for m in range(1, 9)}  # fmt: skip

@@ -24,11 +24,10 @@ import numpy as np
 import torch
 from transformers import pipeline
 
-from ..baselines.copying import LookupOracle, NGramCopier
+from ..baselines.copying import LookupOracle
 from ..tasks import GENERATION_TASKS
 from ..tasks.generative import EOS, Query
 
-COPIER_ORDERS = tuple(range(1, 9))
 """Orders of the n-gram copiers run on copy tasks (P4 Fig. 11 compares perfect n-gram models)."""
 
 
@@ -153,9 +152,7 @@ def summarize(queries: list[Query], exact: np.ndarray, chars: np.ndarray, train_
 def baselines_for(task: str, config) -> dict:
     """Reference algorithms scored beside a model: the lookup oracle, plus n-gram copiers on copy tasks."""
     found = {"lookup oracle": LookupOracle(task, getattr(config, "answer_length", 0))}
-    if task in ("copy", "copy_dup_ngram"):
-        found.update({f"{n}-gram copier": NGramCopier(n) for n in COPIER_ORDERS})
-    return found
+    return {**found, **GENERATION_TASKS[task].extra_baselines(config)}
 
 
 def evaluate_generation(task: str, model, tokenizer, rows, config, batch_size: int = 64, baselines: bool = True):

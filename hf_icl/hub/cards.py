@@ -8,12 +8,26 @@ from pathlib import Path
 from ..evaluation.tables import markdown_table
 
 TEMPLATE_DIR = Path(__file__).parent / "model_cards"
-METRIC_NOTES = {
-    "regbench": "Accuracy: share of positions whose argmax continuation is allowed by the true automaton. TVD: "
-    "total variation distance between the predicted and the true next-token distribution, averaged over positions.",
-    "length_generalization": "Accuracy of the answer read at the query position, averaged over the test lengths "
-    "(all longer than any training input); `accuracy_in_train_range` averages the training lengths.",
+USAGE = {
+    "causal_lm": """```python
+from transformers import AutoModelForCausalLM, AutoTokenizer, pipeline
+
+model = AutoModelForCausalLM.from_pretrained("{repo_id}", trust_remote_code=True)
+tokenizer = AutoTokenizer.from_pretrained("{repo_id}", trust_remote_code=True)  # the config carries auto_map
+generator = pipeline("text-generation", model=model, tokenizer=tokenizer)
+print(generator("{example_prompt}", max_new_tokens=20, do_sample=True)[0]["generated_text"])
+```""",
+    "regression": """```python
+import torch
+import hf_icl  # registers the architectures
+from hf_icl.models.heads import load_model
+
+model = load_model("regression", "{repo_id}")  # a local folder, or snapshot_download("{repo_id}") first
+inputs = torch.randn(1, 10, model.config.input_dim)  # (B, T, input_dim)
+print(model(inputs=inputs).predictions.shape)  # (B, T, output_dim)
+```""",
 }
+"""Usage snippet per model head (see `hf_icl.models.heads`)."""
 
 
 def metric_names(metrics: dict) -> list[str]:
@@ -22,22 +36,21 @@ def metric_names(metrics: dict) -> list[str]:
     return list(dict.fromkeys(key for row in rows for key in row))
 
 
-def render_model_card(
-    model, metrics: dict, training_arguments: dict, repo_id: str | None = None, example_prompt: str = "abc|"
-) -> str:
+def render_model_card(model, metrics: dict, training_arguments: dict, family, repo_id: str | None = None) -> str:
     """Render the card of a trained checkpoint.
 
     Args:
         model: the trained `PreTrainedModel` (its config gives architecture, preset and model type).
         metrics: an evaluator's test results (`{"model": {...}, "baselines": {...}, ...}`).
         training_arguments: the run's arguments (recorded verbatim).
+        family: the task family (its metric note, head and example prompt).
         repo_id: Hub repo id used in the usage snippet (defaults to a local path placeholder).
-        example_prompt: a prompt for the usage snippet.
     """
     template = (TEMPLATE_DIR / "model_card.md").read_text()
     table = "\n".join(markdown_table(metrics, model_name="this model"))
-    task = training_arguments.get("task", "regbench")
+    task = training_arguments["task"]
     config = model.config
+    repo_id = repo_id or "path/to/checkpoint"
     return template.format(
         title=f"{config.model_type} ({config.preset or 'custom'}) on {task}",
         model_type=config.model_type,
@@ -49,8 +62,7 @@ def render_model_card(
         task_config=f"N={training_arguments.get('n_train')}, seed={training_arguments.get('task_seed')}",
         metrics_table=table,
         metric_names="\n".join(f"- {name}" for name in metric_names(metrics)),
-        metric_notes=METRIC_NOTES.get(task, METRIC_NOTES["length_generalization"] if "per_length" in metrics else ""),
+        metric_notes=family.metric_note,
         training_arguments=json.dumps(training_arguments, indent=2, sort_keys=True, default=str),
-        repo_id=repo_id or "path/to/checkpoint",
-        example_prompt=example_prompt,
+        usage=USAGE[family.head].format(repo_id=repo_id, example_prompt=family.example_prompt),
     )

@@ -1,65 +1,63 @@
-"""Task registry: each task family is a ``datasets.GeneratorBasedBuilder`` (DESIGN §2.2).
+"""Task registry: every task belongs to one :class:`~hf_icl.tasks.family.TaskFamily`, registered once.
 
-Dataset scripts are gone in datasets >= 4, so builders are instantiated from the package:
-``builder = Builder(config_name=..., **overrides); builder.download_and_prepare(); builder.as_dataset()``.
-:func:`load_task` wraps exactly that. A task name maps to a builder class and either one fixed config (each
-regular language is a config of :class:`RegularLanguageBuilder`) or ``None``, meaning ``config_name`` picks one
-of the builder's configs (RegBench).
+Builder-backed tasks are ``datasets.GeneratorBasedBuilder`` subclasses (DESIGN §2.2). Dataset scripts are gone in
+datasets >= 4, so builders are instantiated from the package:
+``builder = Builder(config_name=..., **overrides); builder.download_and_prepare(); builder.as_dataset()``;
+:func:`load_task` wraps exactly that. Add a family with one file in ``families/`` and one :func:`register_family`
+line below (or call :func:`register_family` from your own code).
 """
 
 from __future__ import annotations
 
-import datasets
-
-from . import copying, phonebook, recall
+from . import copying, phonebook, recall  # noqa: F401  (public modules, as before the family registry)
+from .families import formal_language, generation, regbench
+from .families.generation import GENERATION_TASKS
+from .family import (
+    FAMILIES,
+    EvalRequest,
+    TaskData,
+    TaskEntry,
+    TaskFamily,
+    TaskRequest,
+    family_of,
+    list_tasks,
+    register_family,
+    task_entry,
+    unregister_family,
+)
 from .generative import GenerationTask
-from .regbench import CONFIG_FIELDS as _REGBENCH_FIELDS
 from .regbench import RegBenchBuilder
-from .regular_languages import LANGUAGES, RegularLanguageBuilder, task_fields
+from .regular_languages import LANGUAGES, RegularLanguageBuilder
 
-TASKS: dict[str, tuple[type[datasets.GeneratorBasedBuilder], str | None]] = {
-    "regbench": (RegBenchBuilder, None),
-    **{language: (RegularLanguageBuilder, language) for language in LANGUAGES},
-    **{task: (copying.CopyingBuilder, task) for task in copying.TASK_NAMES},
-    "phonebook": (phonebook.PhonebookBuilder, "phonebook"),
-    "associative_recall": (recall.RecallBuilder, "associative_recall"),
-    "mqar": (recall.RecallBuilder, "mqar"),
-}
-"""Task name -> (builder class, fixed config name or ``None`` for a free choice of config)."""
+for _family in (regbench.FAMILY, formal_language.FAMILY, generation.FAMILY):
+    register_family(_family)
 
-_OVERRIDES: dict[str, tuple[str, ...]] = {
-    "regbench": _REGBENCH_FIELDS,
-    **{language: task_fields(language) for language in LANGUAGES},
-    **{task: copying.task_fields(task) for task in copying.TASK_NAMES},
-    "phonebook": phonebook.CONFIG_FIELDS,
-    "associative_recall": recall.AR_FIELDS,
-    "mqar": recall.MQAR_FIELDS,
-}
-
-GENERATION_TASKS: dict[str, GenerationTask] = {**copying.SPECS, "phonebook": phonebook.SPEC, **recall.SPECS}
-"""Tasks scored by greedy generation (family ``generation``) -> how each is tokenized, trained on and scored."""
-
-
-def list_tasks() -> list[str]:
-    """Names accepted by :func:`load_task`.
-
-    Returns:
-        Sorted list of task names.
-    """
-    return sorted(TASKS)
+__all__ = [
+    "FAMILIES",
+    "GENERATION_TASKS",
+    "LANGUAGES",
+    "GenerationTask",
+    "RegBenchBuilder",
+    "RegularLanguageBuilder",
+    "EvalRequest",
+    "TaskData",
+    "TaskEntry",
+    "TaskFamily",
+    "TaskRequest",
+    "family_of",
+    "list_tasks",
+    "load_task",
+    "register_family",
+    "task_builder",
+    "task_family",
+    "task_option_fields",
+    "unregister_family",
+]
 
 
 def task_family(name: str) -> str:
-    """`regbench`, `formal_language` or `generation`: decides the tokenizer, label masking and evaluator of a task.
-
-    Args:
-        name: task name, one of :func:`list_tasks`.
-    """
-    if name not in TASKS:
-        raise ValueError(f"task={name!r} is not one of: {', '.join(list_tasks())}")
-    if name in GENERATION_TASKS:
-        return "generation"
-    return "regbench" if TASKS[name][0] is RegBenchBuilder else "formal_language"
+    """The name of the family serving task `name` (see :func:`family_of` for the family itself)."""
+    return family_of(name).name
 
 
 def task_option_fields(name: str) -> tuple[str, ...]:
@@ -68,9 +66,7 @@ def task_option_fields(name: str) -> tuple[str, ...]:
     Args:
         name: task name, one of :func:`list_tasks`.
     """
-    if name not in TASKS:
-        raise ValueError(f"task={name!r} is not one of: {', '.join(list_tasks())}")
-    return _OVERRIDES[name]
+    return task_entry(name).option_fields
 
 
 def load_task(name: str, cache_dir: str | None = None, config_name: str | None = None, **overrides):
@@ -87,7 +83,8 @@ def load_task(name: str, cache_dir: str | None = None, config_name: str | None =
         ``datasets.DatasetDict`` with the task's splits.
 
     Raises:
-        ValueError: unknown task name, config name or override key (before any generation).
+        ValueError: unknown task name, config name or override key, or a task without a builder (before any
+            generation).
     """
     builder = task_builder(name, cache_dir, config_name, **overrides)
     builder.download_and_prepare()
@@ -100,15 +97,16 @@ def task_builder(name: str, cache_dir: str | None = None, config_name: str | Non
     Args:
         name, cache_dir, config_name, **overrides: as for :func:`load_task`.
     """
-    if name not in TASKS:
-        raise ValueError(f"task={name!r} is not one of: {', '.join(list_tasks())}")
-    builder_cls, fixed_config = TASKS[name]
-    allowed = _OVERRIDES[name]
+    entry = task_entry(name)
+    if entry.builder is None:
+        raise ValueError(f"task={name!r} is sampled online and has no datasets builder; train it with train.py")
     for key in overrides:
-        if key not in allowed:
-            raise ValueError(f"override {key!r} is not a field of task {name!r}; allowed: {', '.join(allowed)}")
-    configs = [fixed_config] if fixed_config else [c.name for c in builder_cls.BUILDER_CONFIGS]
-    config_name = config_name or fixed_config or builder_cls.DEFAULT_CONFIG_NAME
+        if key not in entry.option_fields:
+            raise ValueError(
+                f"override {key!r} is not a field of task {name!r}; allowed: {', '.join(entry.option_fields)}"
+            )
+    configs = [entry.config_name] if entry.config_name else [c.name for c in entry.builder.BUILDER_CONFIGS]
+    config_name = config_name or entry.config_name or entry.builder.DEFAULT_CONFIG_NAME
     if config_name not in configs:
         raise ValueError(f"config_name={config_name!r} is not one of: {', '.join(configs)}")
-    return builder_cls(config_name=config_name, cache_dir=cache_dir, **overrides)
+    return entry.builder(config_name=config_name, cache_dir=cache_dir, **overrides)

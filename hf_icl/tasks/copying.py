@@ -21,13 +21,13 @@ from collections.abc import Iterator
 import datasets
 import numpy as np
 
+from ..baselines.copying import NGramCopier
 from ..tokenization import copy_tokenizer
+from .builder import check_counts, check_range
 from .copying_sampling import copy_example, duplicate_ngram, lookup_example, pack, single, uniform_string
 from .generative import (
     GenerationTask,
     RowBuilder,
-    check_counts,
-    check_range,
     span_features,
     span_queries,
     span_training_example,
@@ -253,7 +253,16 @@ def _spec(task: str) -> GenerationTask:
         group_by="ngram" if dup else "length",
         train_max_group=lambda config: None if dup else config.train_max_length,
         description="packed contexts; loss on each complete example's answer and EOS only (P4 App. A.2)",
+        extra_baselines=copier_baselines if task in ("copy", "copy_dup_ngram") else (lambda config: {}),
     )
+
+
+COPIER_ORDERS = tuple(range(1, 9))
+"""Orders of the n-gram copiers (P4 Algorithm 1) scored beside models on the copy tasks."""
+
+
+def copier_baselines(config) -> dict:
+    return {f"{n}-gram copier": NGramCopier(n) for n in COPIER_ORDERS}
 
 
 SPECS: dict[str, GenerationTask] = {task: _spec(task) for task in TASK_NAMES}

@@ -53,6 +53,8 @@ class GenerationTask:
         group_by: what :attr:`Query.group` counts (``length``, ``ngram``, ``entries``).
         train_max_group: builder config -> the largest group value seen in training (``None`` if not comparable).
         description: how the loss is applied, for the run record.
+        extra_baselines: builder config -> ``{name: algorithm}`` scored beside the model in addition to the lookup
+            oracle (e.g. the n-gram copiers of copy tasks); each algorithm has ``generate(prompts, budget)``.
     """
 
     tokenizer: Callable
@@ -61,6 +63,7 @@ class GenerationTask:
     group_by: str
     train_max_group: Callable
     description: str
+    extra_baselines: Callable[[object], dict] = lambda config: {}
 
 
 def span_features(extra: tuple[str, ...] = ()) -> datasets.Features:
@@ -112,7 +115,7 @@ class RowBuilder(ValidatedBuilder):
     """A builder whose splits are streams of rows from ``iter_rows(config, split)``.
 
     Subclasses set ``VERSION``, ``BUILDER_CONFIG_CLASS``, ``BUILDER_CONFIGS``, ``validate_config``, ``iter_rows``,
-    ``FEATURES``, ``DESCRIPTION`` and ``CITATION``.
+    ``FEATURES``, ``DESCRIPTION`` and ``CITATION``; the splits are :data:`~hf_icl.tasks.builder.SPLITS`.
     """
 
     FEATURES: datasets.Features
@@ -123,38 +126,6 @@ class RowBuilder(ValidatedBuilder):
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(description=self.DESCRIPTION, features=self.FEATURES, citation=self.CITATION)
 
-    def _split_generators(self, dl_manager):
-        return [
-            datasets.SplitGenerator(name=getattr(datasets.Split, split.upper()), gen_kwargs={"split": split})
-            for split in ("train", "validation", "test")
-        ]
-
     def _generate_examples(self, split: str) -> Iterator:
         for i, row in enumerate(self.iter_rows(self.config, split)):
             yield datasets.builder.Key(0, i), row
-
-
-def check_counts(config, names: tuple[str, ...]) -> None:
-    """Raises ``ValueError`` unless every named field is an integer >= 0.
-
-    Args:
-        config: a builder config.
-        names: field names.
-    """
-    for name in names:
-        value = getattr(config, name)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(f"{name}={value!r} is not allowed: expected an integer >= 0")
-
-
-def check_range(config, low_name: str, high_name: str, lowest: int) -> None:
-    """Raises ``ValueError`` unless ``lowest <= config.<low_name> <= config.<high_name>`` (integers).
-
-    Args:
-        config: a builder config.
-        low_name, high_name: field names of the inclusive range.
-        lowest: smallest allowed lower end.
-    """
-    lo, hi = getattr(config, low_name), getattr(config, high_name)
-    if not (isinstance(lo, int) and isinstance(hi, int) and not isinstance(lo, bool) and lowest <= lo <= hi):
-        raise ValueError(f"{low_name}={lo!r}, {high_name}={hi!r} are not allowed: need {lowest} <= min <= max")

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import yaml
 
+from ..modeling.configuration import check_choice
 from ..models import ARCHITECTURES, list_architectures
-from ..tasks import list_tasks, task_option_fields
+from ..tasks import family_of, list_tasks, task_entry, task_option_fields
+from ..tasks.online import StepCurriculum
 
 REPORT_TO = ("tensorboard", "trackio", "none")
 
@@ -20,7 +22,9 @@ class RunArguments:
     """Everything a training run needs; `train.py --help` documents each field.
 
     Defaults follow paper 1, Appendix B (AdamW, β=(0.9, 0.99), warm-up from 1e-7 then cosine to 2.5e-5),
-    scaled to a few CPU minutes for the default small Transformer on RegBench N=2500.
+    scaled to a few CPU minutes for the default small Transformer on RegBench N=2500. A task family may change
+    defaults (`TaskFamily.run_defaults`) and offer named settings (`--task-preset`); the order of precedence is
+    dataclass default < family default < task preset < `--config` file < command line.
     """
 
     architecture: str = "transformer"
@@ -30,10 +34,14 @@ class RunArguments:
     preset: str = "small"
     overrides: dict = field(default_factory=dict)
     task_options: dict = field(default_factory=dict)
+    task_preset: str | None = None
+    curriculum: list = field(default_factory=list)
+    aux_loss_weights: dict = field(default_factory=dict)
     lr: float = 1e-3
     min_lr: float = 2.5e-5
     warmup_start_lr: float = 1e-7
     warmup_ratio: float = 0.1
+    warmup_steps: int | None = None
     weight_decay: float = 0.1
     adam_beta2: float = 0.99
     grad_clip: float = 1.0
@@ -56,7 +64,8 @@ class RunArguments:
     def resolved_output_dir(self) -> Path:
         if self.output_dir:
             return Path(self.output_dir)
-        size = f"-n{self.n_train or 2500}" if self.task == "regbench" else (f"-n{self.n_train}" if self.n_train else "")
+        n_train = self.n_train or family_of(self.task).run_defaults.get("n_train")
+        size = f"-n{n_train}" if n_train else ""
         arch = self.architecture
         for spec in self.overrides.get("ngram_heads") or []:  # e.g. retnet+ngh1.123 (r: replace)
             arch += f"+ngh{'r' if spec.get('replace') else ''}{spec['layer']}.{''.join(map(str, spec['orders']))}"
@@ -64,6 +73,9 @@ class RunArguments:
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+    def curricula(self) -> list[StepCurriculum]:
+        return [StepCurriculum.parse(text) for text in self.curriculum]
 
 
 def _parse_override(text: str) -> tuple[str, object]:
@@ -106,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--config", help="YAML file of RunArguments fields; command-line flags override it")
     parser.add_argument("--architecture", choices=list_architectures(), help="architecture name")
     parser.add_argument("--task", choices=list_tasks(), help="task name")
-    parser.add_argument("--n-train", type=int, help="training instances (default: the task's; 2500 for regbench)")
+    parser.add_argument("--n-train", type=int, help="training instances (default: the task family's)")
+    parser.add_argument("--task-preset", help="named run settings of the task family (see its `presets`)")
     parser.add_argument("--task-seed", type=int, help="seed of the task generator")
     parser.add_argument("--preset", help="size preset of the architecture (tiny, small, base, ...)")
     parser.add_argument(
@@ -135,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--lr", type=float, help="peak learning rate")
     parser.add_argument("--min-lr", type=float, help="final learning rate of the cosine schedule")
     parser.add_argument("--warmup-ratio", type=float, help="share of steps spent warming up")
+    parser.add_argument("--warmup-steps", type=int, help="warm-up length in optimiser steps (overrides the ratio)")
     parser.add_argument("--weight-decay", "--wd", dest="weight_decay", type=float, help="AdamW weight decay")
     parser.add_argument("--grad-clip", type=float, help="gradient-norm clipping")
     parser.add_argument("--epochs", type=float, help="training epochs")
@@ -147,6 +161,19 @@ def build_parser() -> argparse.ArgumentParser:
         action=argparse.BooleanOptionalAction,
         default=None,
         help="also train on `|` labels (the RegBench reference code did not)",
+    )
+    parser.add_argument(
+        "--curriculum",
+        action="append",
+        metavar="FIELD=START:END:INCREMENT:EVERY",
+        help="online samplers: change a sampler parameter by step, repeatable (e.g. n_dims=5:20:1:2000)",
+    )
+    parser.add_argument(
+        "--aux-loss-weight",
+        action="append",
+        type=_parse_override,
+        metavar="NAME=WEIGHT",
+        help="weight of a named auxiliary loss the model reports (default 1.0), repeatable",
     )
     parser.add_argument("--output-dir", help="run folder (default outputs/<task>-n<N>-<arch>-<preset>-s<seed>)")
     parser.add_argument("--checkpoint-every", type=int, help="optimiser steps between checkpoints")
@@ -168,10 +195,14 @@ def parse_args(argv: list[str] | None = None) -> RunArguments:
         values.update(load_yaml_config(Path(config_path)))
     overrides = dict(namespace.pop("override") or [])
     task_options = dict(namespace.pop("task_option") or [])
+    aux_loss_weights = dict(namespace.pop("aux_loss_weight") or [])
     ngram_heads = namespace.pop("ngram_heads")
     if ngram_heads:
         overrides["ngram_heads"] = [spec for specs in ngram_heads for spec in specs]
     values.update({key: value for key, value in namespace.items() if value is not None})
+    if aux_loss_weights:
+        values["aux_loss_weights"] = {**values.get("aux_loss_weights", {}), **aux_loss_weights}
+    values = {**task_defaults(values.get("task", RunArguments.task), values.get("task_preset")), **values}
     if overrides:
         values["overrides"] = {**values.get("overrides", {}), **overrides}
     if task_options:
@@ -179,6 +210,17 @@ def parse_args(argv: list[str] | None = None) -> RunArguments:
     args = RunArguments(**values)
     validate(args)
     return args
+
+
+def task_defaults(task: str, preset: str | None) -> dict:
+    """The run-argument defaults of `task`'s family, with its named `preset` on top."""
+    check_choice("task", task, list_tasks())
+    family = family_of(task)
+    values = dict(family.run_defaults)
+    if preset is not None:
+        check_choice("task_preset", preset, sorted(family.presets))
+        values.update(family.presets[preset])
+    return values
 
 
 def load_yaml_config(path: Path) -> dict:
@@ -193,18 +235,27 @@ def load_yaml_config(path: Path) -> dict:
 
 
 def validate(args: RunArguments) -> None:
-    from ..modeling.configuration import check_choice
     from ..models import config_for
 
     check_choice("architecture", args.architecture, list_architectures())
     check_choice("task", args.task, list_tasks())
     check_choice("report_to", args.report_to, REPORT_TO)
-    check_choice("preset", args.preset, sorted(ARCHITECTURES[args.architecture][0].PRESETS))
+    check_choice("preset", args.preset, sorted(ARCHITECTURES[args.architecture].presets))
     for name in ("n_train", "batch_size", "checkpoint_every", "eval_batch_size", "log_every"):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ValueError(f"{name}={getattr(args, name)} must be ≥ 1")
     if args.epochs <= 0 and not args.max_steps:
         raise ValueError(f"epochs={args.epochs} must be > 0")
+    if args.max_steps is not None and args.max_steps < 1:
+        raise ValueError(f"max_steps={args.max_steps} must be ≥ 1")
+    if args.warmup_steps is not None and args.warmup_steps < 0:
+        raise ValueError(f"warmup_steps={args.warmup_steps} must be ≥ 0")
+    for name, weight in args.aux_loss_weights.items():
+        if not isinstance(weight, (int, float)) or isinstance(weight, bool):
+            raise ValueError(f"aux_loss_weights[{name!r}]={weight!r} must be a number")
+    args.curricula()  # malformed curricula fail here
+    if task_entry(args.task).builder is None and not args.max_steps:
+        raise ValueError(f"task={args.task!r} is sampled online (no epochs): pass --max-steps")
     if not 0 <= args.warmup_ratio < 1:
         raise ValueError(f"warmup_ratio={args.warmup_ratio} must be in [0, 1)")
     if args.resume and args.overwrite:

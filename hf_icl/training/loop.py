@@ -1,4 +1,7 @@
-"""The Accelerate training loop: AdamW + warm-up/cosine (paper 1, App. B), atomic checkpoints, exact resume."""
+"""The Accelerate training loop for any task family: AdamW + warm-up/cosine in steps (paper 1, App. B), the family's
+objective plus weighted auxiliary losses, finite epochs or online batches with curricula, atomic checkpoints and
+exact resume.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +9,28 @@ import math
 import os
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 from accelerate import Accelerator
 from accelerate.utils import set_seed
-from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
-from transformers import AutoModelForCausalLM
 
-from ..evaluation.task_evaluators import evaluate_task
 from ..models import config_for
+from ..models.heads import build_model
+from ..tasks import EvalRequest, TaskData, TaskFamily, TaskRequest, family_of
 from .arguments import RunArguments
 from .checkpoints import load_trainer_state, prepare_output_dir, save_checkpoint, write_folder_atomic
-from .data import LengthGroupedEpochSampler, pad_collate, task_bundle
+from .data import batch_stream
 from .report import write_reports
 
 KILL_AT_STEP_ENV = "HF_ICL_TEST_KILL_AT_STEP"  # test hook: hard-exit after this step, as a SIGKILL would
 
 
 def warmup_cosine(args: RunArguments, total_steps: int):
-    """LR multiplier: linear warm-up from `warmup_start_lr` to `lr`, then cosine decay to `min_lr`."""
-    warmup = int(args.warmup_ratio * total_steps)
+    """LR multiplier: linear warm-up from `warmup_start_lr` to `lr`, then cosine decay to `min_lr`, in steps."""
+    warmup = args.warmup_steps if args.warmup_steps is not None else int(args.warmup_ratio * total_steps)
 
     def factor(step: int) -> float:
         if step < warmup:
@@ -68,8 +71,19 @@ def preflight(args: RunArguments) -> Path | None:
     return resume_from
 
 
-def train(args: RunArguments, resume_from: Path | None = None) -> dict:
-    """Train, evaluate, and write the run folder. Returns the metrics written to `metrics.json`."""
+@dataclass
+class Run:
+    """What the steps of `train` share."""
+
+    args: RunArguments
+    accelerator: Accelerator
+    output_dir: Path
+    family: TaskFamily
+    data: TaskData | None = None
+
+
+def start_run(args: RunArguments) -> Run:
+    """Accelerator, seeds, CPU threads and a clean run folder."""
     output_dir = args.resolved_output_dir()
     accelerator = Accelerator(
         cpu=not torch.cuda.is_available(),
@@ -85,37 +99,79 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
     elif accelerator.num_processes == 1 and accelerator.device.type == "cpu":
         # `accelerate launch` pins a lone CPU process to OMP_NUM_THREADS=1; a single process should use the cores.
         torch.set_num_threads(len(os.sched_getaffinity(0)))
+    return Run(args, accelerator, output_dir, family_of(args.task))
 
-    with accelerator.main_process_first():
-        bundle = task_bundle(args)
-    config = config_for(args.architecture, args.preset, vocab_size=len(bundle.tokenizer), **args.overrides)
-    config.pad_token_id, config.eos_token_id = bundle.tokenizer.pad_token_id, bundle.tokenizer.eos_token_id
-    model = AutoModelForCausalLM.from_config(config)
+
+def task_request(args: RunArguments) -> TaskRequest:
+    training = {"train_on_delimiter": args.train_on_delimiter}
+    return TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options), training)
+
+
+def prepare_data(run: Run) -> TaskData:
+    """The family's data, prepared once (main process first, so the others read the `datasets` cache)."""
+    with run.accelerator.main_process_first():
+        return run.family.prepare_data(task_request(run.args))
+
+
+def build_task_model(run: Run):
+    """The architecture at its preset, with the fields the data fixes, under the family's head."""
+    args = run.args
+    config = config_for(args.architecture, args.preset, **{**run.data.model_fields, **args.overrides})
+    return build_model(run.family.head, config)
+
+
+def total_loss(run: Run, model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """The family's objective plus the weighted auxiliary losses; returns the total and each named term."""
+    result = run.family.objective(model, batch)
+    terms = {"task": result.loss}
+    loss = result.loss
+    for name, value in result.aux_losses.items():
+        terms[name] = value
+        loss = loss + run.args.aux_loss_weights.get(name, 1.0) * value
+    return loss, terms
+
+
+def train(args: RunArguments, resume_from: Path | None = None) -> dict:
+    """Train, evaluate, and write the run folder. Returns the metrics written to `metrics.json`."""
+    run = start_run(args)
+    run.data = prepare_data(run)
+    accelerator = run.accelerator
+    model = build_task_model(run)
     per_process_batch = max(1, args.batch_size // accelerator.num_processes)
-    lengths = [len(ids) for ids in bundle.train["input_ids"]]
-    loader = DataLoader(
-        bundle.train,
-        batch_size=per_process_batch,
-        sampler=LengthGroupedEpochSampler(lengths, per_process_batch, args.seed),
-        collate_fn=pad_collate(bundle.tokenizer.pad_token_id),
-    )
-    steps_per_epoch = math.ceil(len(bundle.train) / (per_process_batch * accelerator.num_processes))
-    total_steps = args.max_steps or math.ceil(args.epochs * steps_per_epoch)
+    curricula = args.curricula()
+    stream = batch_stream(accelerator, run.data, per_process_batch, args.seed, curricula)
+    total_steps = args.max_steps or math.ceil(args.epochs * stream.steps_per_epoch)
     optimizer = build_optimizer(model, args)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(args, total_steps))
-    model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
 
-    state = {"global_step": 0, "history": [], "wall_time_s": 0.0}
+    state = {"global_step": 0, "history": [], "wall_time_s": 0.0, "curriculum": {}}
     if resume_from is not None:
         accelerator.load_state(str(resume_from))
-        state = load_trainer_state(resume_from)
+        state = {**state, **load_trainer_state(resume_from)}
         accelerator.print(f"resumed from {resume_from} at step {state['global_step']}")
     if accelerator.is_main_process:
-        output_dir.mkdir(parents=True, exist_ok=True)
+        run.output_dir.mkdir(parents=True, exist_ok=True)
     if args.report_to != "none":
         flat = {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in args.to_dict().items()}
         accelerator.init_trackers("hf_icl", config=flat)
 
+    run_steps(run, model, optimizer, scheduler, stream, state, total_steps, curricula)
+
+    checksum = torch.tensor([weights_checksum(model)], dtype=torch.float64, device=accelerator.device)
+    checksums = accelerator.gather(checksum).tolist()
+    unwrapped = accelerator.unwrap_model(model)
+    metrics = None
+    if accelerator.is_main_process:
+        metrics = finish_run(run, unwrapped, state, total_steps, stream.steps_per_epoch, checksums)
+    accelerator.wait_for_everyone()
+    accelerator.end_training()
+    return metrics
+
+
+def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_steps: int, curricula) -> None:
+    """Optimiser steps from `state["global_step"]` to `total_steps`: log, checkpoint, and record curricula."""
+    args, accelerator = run.args, run.accelerator
     kill_at = int(os.environ.get(KILL_AT_STEP_ENV, "0"))
     progress = tqdm(
         total=total_steps,
@@ -125,89 +181,79 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
     )
     started = time.time() - state["wall_time_s"]
     model.train()
-    last_loss = float("nan")
+    batches = stream.iter_from(state["global_step"])
     while state["global_step"] < total_steps:
-        epoch, skip = divmod(state["global_step"], steps_per_epoch)
-        loader.set_epoch(epoch)
-        batches = accelerator.skip_first_batches(loader, skip) if skip else loader
-        for batch in batches:
-            loss = model(**batch).loss
-            accelerator.backward(loss)
-            if args.grad_clip:
-                accelerator.clip_grad_norm_(model.parameters(), args.grad_clip)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            state["global_step"] += 1
-            step = state["global_step"]
-            last_loss = accelerator.reduce(loss.detach(), "mean").item()
-            if step % args.log_every == 0 or step == total_steps:
-                state["history"].append({"step": step, "loss": last_loss, "lr": scheduler.get_last_lr()[0]})
-                accelerator.log({"train/loss": last_loss, "train/lr": scheduler.get_last_lr()[0]}, step=step)
-            progress.update(1)
-            progress.set_postfix(loss=f"{last_loss:.4f}")
-            if step % args.checkpoint_every == 0 or step == total_steps:
-                state["wall_time_s"] = time.time() - started
-                save_checkpoint(accelerator, output_dir, step, state, args.keep_checkpoints)
-            if kill_at and step == kill_at:
-                os._exit(137)
-            if step >= total_steps:
-                break
+        batch = next(batches)
+        loss, terms = total_loss(run, model, batch)
+        accelerator.backward(loss)
+        if args.grad_clip:
+            accelerator.clip_grad_norm_(model.parameters(), args.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        state["global_step"] += 1
+        step = state["global_step"]
+        if step % args.log_every == 0 or step == total_steps:
+            values = {name: accelerator.reduce(value.detach(), "mean").item() for name, value in terms.items()}
+            values["loss"] = accelerator.reduce(loss.detach(), "mean").item()
+            state["curriculum"] = {c.field: c.value_at(step - 1) for c in curricula}
+            record = {"step": step, "lr": scheduler.get_last_lr()[0], **values, **state["curriculum"]}
+            state["history"].append(record)
+            accelerator.log({f"train/{key}": value for key, value in record.items() if key != "step"}, step=step)
+            progress.set_postfix(loss=f"{values['loss']:.4f}")
+        progress.update(1)
+        if step % args.checkpoint_every == 0 or step == total_steps:
+            state["wall_time_s"] = time.time() - started
+            save_checkpoint(accelerator, run.output_dir, step, state, args.keep_checkpoints)
+        if kill_at and step == kill_at:
+            os._exit(137)
     progress.close()
     state["wall_time_s"] = time.time() - started
 
-    checksum = torch.tensor([weights_checksum(model)], dtype=torch.float64, device=accelerator.device)
-    checksums = accelerator.gather(checksum).tolist()
-    unwrapped = accelerator.unwrap_model(model)
-    metrics = None
-    if accelerator.is_main_process:
-        metrics = finish_run(args, bundle, unwrapped, state, total_steps, steps_per_epoch, checksums, output_dir)
-    accelerator.wait_for_everyone()
-    accelerator.end_training()
-    return metrics
 
-
-def finish_run(args, bundle, model, state, total_steps, steps_per_epoch, checksums, output_dir: Path) -> dict:
+def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) -> dict:
     """Evaluate on the test split, write the checkpoint folder, reports and model card; push if asked."""
     from ..hub import push_folder, render_model_card
 
-    test = evaluate_task(
-        args.task, model, bundle.tokenizer, bundle.splits, "test", args.eval_batch_size, config=bundle.config
-    )
+    args, data, family = run.args, run.data, run.family
+    test = family.evaluate(EvalRequest(args.task, model, data, "test", args.eval_batch_size))
+    history = state["history"]
     metrics = {
         "task": args.task,
+        "task_family": family.name,
         "architecture": args.architecture,
         "preset": args.preset,
         "num_parameters": model.num_parameters(),
         "test": test,
         "train": {
             "steps": total_steps,
-            "epochs": total_steps / steps_per_epoch,
-            "final_loss": state["history"][-1]["loss"] if state["history"] else float("nan"),
+            "epochs": total_steps / steps_per_epoch if steps_per_epoch else None,
+            "final_loss": history[-1]["loss"] if history else float("nan"),
             "wall_time_s": state["wall_time_s"],
-            "history": state["history"],
+            "history": history,
         },
-        "task_facts": bundle.description,
+        "task_facts": data.description,
         "weights_checksum_per_process": checksums,
-        "run_config": {**args.to_dict(), **bundle.description},
+        "run_config": {**args.to_dict(), **data.description},
     }
-
     model.config.hf_icl_run = {
         "task": args.task,
-        "n_train": bundle.description["n_train"],
+        "n_train": data.description.get("n_train"),
         "task_seed": args.task_seed,
         "task_options": args.task_options,
+        "training": task_request(args).training,
     }
 
     def write_checkpoint(folder: Path):
         model.save_pretrained(folder)
-        bundle.tokenizer.save_pretrained(folder)
-        card = render_model_card(model, test, metrics["run_config"], repo_id=args.push_to_hub)
+        if data.tokenizer is not None:
+            data.tokenizer.save_pretrained(folder)
+        card = render_model_card(model, test, metrics["run_config"], family, repo_id=args.push_to_hub)
         (folder / "README.md").write_text(card)
 
-    write_folder_atomic(output_dir / "model", write_checkpoint)
-    write_reports(output_dir, metrics)
+    write_folder_atomic(run.output_dir / "model", write_checkpoint)
+    write_reports(run.output_dir, metrics, family)
     if args.push_to_hub:
-        url = push_folder(output_dir / "model", args.push_to_hub)
-        print(f"pushed {output_dir / 'model'} to {url}")
+        url = push_folder(run.output_dir / "model", args.push_to_hub)
+        print(f"pushed {run.output_dir / 'model'} to {url}")
     return metrics

@@ -15,13 +15,15 @@ from .checkpoints import write_json_atomic  # noqa: E402
 
 
 def write_summary(path: Path, metrics: dict) -> None:
-    run = metrics["run_config"]
+    run, train = metrics["run_config"], metrics["train"]
+    size = f" (N={run['n_train']})" if run.get("n_train") else ""
+    epochs = f" ({train['epochs']:.2f} epochs)" if train.get("epochs") is not None else " (online sampling)"
     lines = [
-        f"# {run['architecture']} ({run['preset']}) on {run['task']} (N={run['n_train']})",
+        f"# {run['architecture']} ({run['preset']}) on {run['task']}{size}",
         "",
         f"- parameters: {metrics['num_parameters']:,}",
-        f"- steps: {metrics['train']['steps']} ({metrics['train']['epochs']:.2f} epochs), "
-        f"wall time {metrics['train']['wall_time_s']:.0f} s, final loss {metrics['train']['final_loss']:.4f}",
+        f"- steps: {train['steps']}{epochs}, "
+        f"wall time {train['wall_time_s']:.0f} s, final loss {train['final_loss']:.4f}",
         *[f"- {key}: {value}" for key, value in metrics.get("task_facts", {}).items()],
         "",
         *markdown_table(metrics["test"]),
@@ -46,14 +48,19 @@ def plot_run(path: Path, metrics: dict) -> None:
             xs = [j + (i - (len(columns) - 1) / 2) * width for j in range(len(rows))]
             ax_test.bar(xs, [m.get(column, 0.0) for _, m in rows], width=width, label=column)
         ax_test.set_xticks(range(len(rows)), [name for name, _ in rows], rotation=30, ha="right")
-        ax_test.set(title="test set", ylim=(0, 1))
+        ax_test.set(title="test set")
+        if all(0 <= m.get(column, 0.0) <= 1 for _, m in rows for column in columns):
+            ax_test.set_ylim(0, 1)
         ax_test.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)
 
 
-def write_reports(output_dir: Path, metrics: dict) -> None:
+def write_reports(output_dir: Path, metrics: dict, family=None) -> None:
+    """`metrics.json`, `summary.md`, `training_curves.png`, and the task family's own figure if it has one."""
     write_json_atomic(output_dir / "metrics.json", metrics)
     write_summary(output_dir / "summary.md", metrics)
     plot_run(output_dir / "training_curves.png", metrics)
+    if family is not None and family.plot is not None:
+        family.plot(metrics["test"], output_dir / family.plot_name, f"{metrics['architecture']} on {metrics['task']}")

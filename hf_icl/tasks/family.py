@@ -1,0 +1,200 @@
+"""`TaskFamily`: everything training, evaluation, reports and cards need from one family of tasks, in one object.
+
+A family lives in one file (``hf_icl/tasks/families/<family>.py``) and registers once with
+:func:`register_family`. The rest of hf_icl looks a task up with :func:`family_of` and never branches on a family or
+task name (zoology's task configs and torchtitan's ``build()`` configs are the model).
+
+What a family declares:
+
+- ``tasks``: task name -> :class:`TaskEntry` (a ``datasets`` builder and its fixed config, and/or nothing for an
+  online-only task);
+- ``prepare_data(request) -> TaskData``: the builder's splits tokenized for training, or an online sampler, with the
+  tokenizer (or continuous featuriser facts), collate function and the model fields the data fixes (``vocab_size``
+  or ``input_dim``/``output_dim``);
+- ``head``: ``"causal_lm"`` or ``"regression"`` (see :mod:`hf_icl.models.heads`);
+- ``objective(model, batch) -> ObjectiveResult``: token cross-entropy, MSE, BCE, ... (:mod:`hf_icl.tasks.objectives`);
+- ``evaluate(request) -> dict`` and ``plot(results, path, title)``: the test-split evaluator and its figure;
+- ``run_defaults``: defaults of run arguments for this family (e.g. ``n_train``), ``presets``: named run settings;
+- ``metric_note``: how to read the metrics (model cards, summaries).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from typing import Any
+
+HEADS = ("causal_lm", "regression")
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskEntry:
+    """One task of a family.
+
+    Args:
+        builder: the ``datasets.GeneratorBasedBuilder`` class generating it, or ``None`` for an online-only task.
+        config_name: the builder config this task fixes, or ``None`` for a free choice (``config_name=``).
+        option_fields: keyword overrides accepted by ``load_task(name, ...)`` / ``--task-option``.
+    """
+
+    builder: type | None
+    config_name: str | None
+    option_fields: tuple[str, ...]
+
+
+@dataclasses.dataclass
+class TaskRequest:
+    """What a family gets to prepare a task for a run.
+
+    Args:
+        task: the task name.
+        n_train: training-set size override (``None``: the family's or builder's default).
+        seed: the task generator's seed.
+        options: further generator overrides (``--task-option``).
+        training: run options a family may read (e.g. ``train_on_delimiter``), by name.
+    """
+
+    task: str
+    n_train: int | None = None
+    seed: int = 0
+    options: dict = dataclasses.field(default_factory=dict)
+    training: dict = dataclasses.field(default_factory=dict)
+
+    def builder_overrides(self) -> dict:
+        """``load_task`` overrides: the options plus ``n_train`` and ``seed``."""
+        return {**self.options, **({"n_train": self.n_train} if self.n_train else {}), "seed": self.seed}
+
+
+@dataclasses.dataclass
+class TaskData:
+    """A task prepared for training and evaluation.
+
+    Args:
+        train: a map-style dataset of examples (finite; epochs, length-grouped batches) or an
+            :class:`~hf_icl.tasks.online.OnlineSampler` (batches drawn per step).
+        collate: list of examples -> batch dict (finite data; online samplers return batches directly).
+        model_fields: config fields the data fixes (``vocab_size``, ``pad_token_id``, ... or ``input_dim``, ...).
+        tokenizer: saved next to every checkpoint (``None`` for continuous inputs).
+        splits: the raw splits the evaluator scores (``None`` if the evaluator samples its own).
+        config: the builder or sampler config behind the data.
+        description: facts about the data to record in the run config (``n_train`` at least).
+        lengths: example lengths for length-grouped batches (``None``: plain shuffling).
+    """
+
+    train: Any
+    collate: Callable | None
+    model_fields: dict
+    tokenizer: Any = None
+    splits: Any = None
+    config: Any = None
+    description: dict = dataclasses.field(default_factory=dict)
+    lengths: list[int] | None = None
+
+    @property
+    def online(self) -> bool:
+        return hasattr(self.train, "sample_batch")
+
+
+@dataclasses.dataclass
+class EvalRequest:
+    """What a family's evaluator gets.
+
+    Args:
+        task: the task name.
+        model: the trained model (``None`` to score baselines only, where the family has any).
+        data: the :class:`TaskData` the model was trained on (or rebuilt from the checkpoint's run record).
+        split: the split to score.
+        batch_size: sequences per forward pass.
+    """
+
+    task: str
+    model: Any
+    data: TaskData
+    split: str = "test"
+    batch_size: int = 64
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskFamily:
+    """One family of tasks and how every part of hf_icl uses it (see the module docstring).
+
+    Args:
+        name: the family name.
+        tasks: task name -> :class:`TaskEntry`.
+        prepare_data: :class:`TaskRequest` -> :class:`TaskData`.
+        head: the model head, one of :data:`HEADS`.
+        objective: ``(model, batch) -> ObjectiveResult``.
+        evaluate: :class:`EvalRequest` -> results (``{"model": {...}, "baselines": {...}, ...}``).
+        plot: ``(results, path, title)`` -> writes a PNG, or ``None`` for the generic bar chart.
+        plot_name: the file name of that PNG in run and evaluation folders.
+        run_defaults: run-argument defaults for this family, e.g. ``{"n_train": 2500}``.
+        presets: named run settings (``--task-preset NAME``), each a dict of run-argument values.
+        metric_note: how to read the metrics, for cards and summaries.
+        example_prompt: a prompt for the model card's usage snippet (causal-LM heads).
+    """
+
+    name: str
+    tasks: Mapping[str, TaskEntry]
+    prepare_data: Callable[[TaskRequest], TaskData]
+    head: str
+    objective: Callable
+    evaluate: Callable[[EvalRequest], dict]
+    plot: Callable | None = None
+    plot_name: str = "test_curves.png"
+    run_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    presets: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    metric_note: str = ""
+    example_prompt: str = ""
+
+    def __post_init__(self):
+        if self.head not in HEADS:
+            raise ValueError(f"TaskFamily {self.name!r}: head={self.head!r} is not one of: {', '.join(HEADS)}")
+
+
+FAMILIES: dict[str, TaskFamily] = {}
+"""Family name -> family, filled by :func:`register_family`."""
+
+_TASK_TO_FAMILY: dict[str, str] = {}
+
+
+def register_family(family: TaskFamily) -> TaskFamily:
+    """Make a family's tasks known to ``load_task``, ``train.py``, ``python -m hf_icl.evaluate`` and the reports.
+
+    Raises:
+        ValueError: the family or one of its task names is registered already.
+    """
+    if family.name in FAMILIES:
+        raise ValueError(f"task family {family.name!r} is already registered")
+    taken = sorted(set(family.tasks) & set(_TASK_TO_FAMILY))
+    if taken:
+        raise ValueError(f"task names {taken} of family {family.name!r} are already registered")
+    FAMILIES[family.name] = family
+    _TASK_TO_FAMILY.update(dict.fromkeys(family.tasks, family.name))
+    return family
+
+
+def unregister_family(name: str) -> None:
+    """Remove a family registered with :func:`register_family` (tests, plug-ins)."""
+    family = FAMILIES.pop(name)
+    for task in family.tasks:
+        _TASK_TO_FAMILY.pop(task, None)
+
+
+def list_tasks() -> list[str]:
+    """Names accepted by ``load_task``, ``train.py --task`` and ``python -m hf_icl.evaluate --task``."""
+    return sorted(_TASK_TO_FAMILY)
+
+
+def family_of(task: str) -> TaskFamily:
+    """The family serving ``task``.
+
+    Raises:
+        ValueError: naming the task and the registered task names.
+    """
+    if task not in _TASK_TO_FAMILY:
+        raise ValueError(f"task={task!r} is not one of: {', '.join(list_tasks())}")
+    return FAMILIES[_TASK_TO_FAMILY[task]]
+
+
+def task_entry(task: str) -> TaskEntry:
+    return family_of(task).tasks[task]
