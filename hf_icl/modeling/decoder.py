@@ -92,6 +92,10 @@ class ICLModel(ICLPreTrainedModel):
         config (`ICLConfig`): the architecture's configuration.
     """
 
+    # `(config, layer_idx) -> block`: the class of the L regular layers. An architecture whose blocks carry more
+    # than one stream (the slow/fast Transformer) names its own `DecoderBlock` subclass here.
+    block_class = DecoderBlock
+
     def __init__(self, config: ICLConfig):
         super().__init__(config)
         self.embed_tokens = None
@@ -101,7 +105,7 @@ class ICLModel(ICLPreTrainedModel):
         if config.position_embedding == "learned":
             self.embed_positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.dropout = nn.Dropout(config.dropout)
-        self.layers = build_layers(config)  # L DecoderBlocks, plus any n-gram blocks `config.ngram_heads` places
+        self.layers = build_layers(config, self.block_class)  # L blocks, plus any n-gram blocks `ngram_heads` places
         self.norm = build_norm(config)
         self.post_init()
 

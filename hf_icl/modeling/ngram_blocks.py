@@ -82,15 +82,15 @@ def check_ngram_heads(specs, num_layers: int) -> None:
         seen[resolved] = i
 
 
-def build_layers(config) -> nn.ModuleList:
-    """The decoder's layers in order: `DecoderBlock(config, i)` for i < L, with the n-gram blocks placed."""
+def build_layers(config, block_class=DecoderBlock) -> nn.ModuleList:
+    """The decoder's layers in order: `block_class(config, i)` for i < L, with the n-gram blocks placed."""
     num_layers = config.num_hidden_layers
     specs = {spec["layer"] % num_layers: spec for spec in config.ngram_heads or []}
     layers, slot = [], num_layers
     for i in range(num_layers):
         spec = specs.get(i)
         if spec is None or not spec.get("replace", False):
-            layers.append(DecoderBlock(config, i))
+            layers.append(block_class(config, i))
         for order in spec["orders"] if spec is not None else ():
             layers.append(NgramBlock(config, slot, order))
             slot += 1
