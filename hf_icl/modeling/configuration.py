@@ -84,6 +84,8 @@ class ICLConfig(PreTrainedConfig):
         input_dim (`int`, *optional*): width d_x of continuous inputs; when set the backbone has no token
             embedding and reads `inputs_embeds` (e.g. `ICLForRegression`'s read-in `Linear(d_x, d)`).
         output_dim (`int`, *optional*): width d_y of `ICLForRegression`'s read-out `Linear(d, d_y)`.
+        cot_dim (`int`, *optional*): width k of chain-of-thought steps s_i in in-context regression (P5 §3.2.4): x,
+            s and y then get their own read-ins and ŝ its own read-out `Linear(d, k)` (needs `input_dim`).
         hidden_size (`int`): model width d.
         num_hidden_layers (`int`): number of blocks L.
         num_attention_heads (`int`): heads of attention-like mixers.
@@ -129,6 +131,7 @@ class ICLConfig(PreTrainedConfig):
     vocab_size: int = 20
     input_dim: int | None = None
     output_dim: int | None = None
+    cot_dim: int | None = None
     hidden_size: int = 128
     num_hidden_layers: int = 4
     num_attention_heads: int = 2
@@ -214,7 +217,9 @@ class ICLConfig(PreTrainedConfig):
             )
         if self.dilated_attention_chunk_size < 2:
             raise ValueError(f"dilated_attention_chunk_size={self.dilated_attention_chunk_size} must be ≥ 2")
-        for field in ("input_dim", "output_dim"):
+        if self.cot_dim is not None and self.input_dim is None:
+            raise ValueError(f"cot_dim={self.cot_dim} needs continuous inputs: set input_dim (and output_dim)")
+        for field in ("input_dim", "output_dim", "cot_dim"):
             value = getattr(self, field)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ValueError(f"{field}={value!r} must be a positive integer or None")

@@ -61,6 +61,21 @@ class ICLPreTrainedModel(PreTrainedModel):
             module.reset_mixer_parameters()
 
     @classmethod
+    def from_pretrained(cls, *args, **kwargs):
+        """`PreTrainedModel.from_pretrained`, with every loaded weight 64-byte aligned.
+
+        safetensors packs tensors back to back, so one that follows an odd-sized tensor (a width-1 read-out bias)
+        loads at an unaligned address, where CPU matmul kernels round differently: the loaded model's outputs would
+        differ from the saved model's in the last bit. Such tensors are copied into aligned memory.
+        """
+        model = super().from_pretrained(*args, **kwargs)
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if parameter.data_ptr() % 64:
+                    parameter.data = parameter.data.clone()
+        return model
+
+    @classmethod
     def is_remote_code(cls) -> bool:
         # `register_for_auto_class` still records the auto class; `save_pretrained` below ships the code for it.
         # Answering False keeps transformers' own copy step (single-dot imports only) from running on top and failing.

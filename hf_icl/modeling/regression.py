@@ -5,8 +5,10 @@
 The read-in `Linear(d_x, d)` feeds the backbone as `inputs_embeds` (the backbone then owns no token embedding,
 `config.input_dim` being set), and the read-out `Linear(d, d_y)` maps every position's final hidden state to a
 prediction. The backbone is the architecture's own (`base_model_class`), so every architecture gets a regression
-shell by naming its config and backbone. No loss is computed here: the task family's objective decides which
-positions are scored and how.
+shell by naming its config and backbone. On a ready sequence (`inputs`) no loss is computed: the task family's
+objective decides which positions are scored and how. Called with in-context examples (`xs`, `ys`), the same model
+interleaves them, reads predictions at the x positions and returns the MSE (`in_context.py`, DESIGN §5.5); that is
+what `AutoModelForInContextRegression` builds.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from transformers.utils import ModelOutput
 
 from .configuration import ICLConfig
 from .decoder import ICLModel, ICLPreTrainedModel
+from .in_context import InContextRegressionMixin
 
 
 @dataclass
@@ -43,11 +46,13 @@ class ICLRegressionOutput(ModelOutput):
     aux_losses: dict[str, torch.Tensor] | None = None
 
 
-class ICLForRegression(ICLPreTrainedModel):
+class ICLForRegression(InContextRegressionMixin, ICLPreTrainedModel):
     """The decoder with a linear read-in from `input_dim` and a linear read-out to `output_dim` at every position.
 
-    Architecture shells subclass it with their `config_class` and `base_model_class`. Cached decoding is not
-    supported (in-context regression scores every position of one forward pass).
+    Architecture shells subclass it with their `config_class` and `base_model_class`. Two ways to call it:
+    `model(inputs)` predicts at every position of a ready continuous sequence; `model(xs=..., ys=...)` is in-context
+    regression (see `InContextRegressionMixin.forward_in_context`), where `predict_streaming` gives the same
+    predictions through the cache. N-gram heads need token ids, so a config with `ngram_heads` is refused.
 
     Args:
         config (`ICLConfig`): the architecture's configuration, with `input_dim` (d_x) and `output_dim` (d_y) set.
@@ -62,10 +67,16 @@ class ICLForRegression(ICLPreTrainedModel):
         for field in ("input_dim", "output_dim"):
             if getattr(config, field) is None:
                 raise ValueError(f"{field}=None: {type(self).__name__} needs config.{field} as a positive integer")
+        if config.ngram_heads:
+            raise ValueError(
+                f"ngram_heads={config.ngram_heads!r}: n-gram heads match token ids, which continuous inputs "
+                "(input_dim) do not have; allowed with input_dim: None"
+            )
         super().__init__(config)
         self.read_in = nn.Linear(config.input_dim, config.hidden_size)
         self.model = self.base_model_class(config)
         self.read_out = nn.Linear(config.hidden_size, config.output_dim)
+        self.build_in_context_heads(config)
         self.post_init()
 
     def get_input_embeddings(self):
@@ -73,17 +84,29 @@ class ICLForRegression(ICLPreTrainedModel):
 
     def forward(
         self,
-        inputs: torch.FloatTensor,
+        inputs: torch.FloatTensor | None = None,
         attention_mask: torch.Tensor | None = None,
         position_ids: torch.LongTensor | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
+        *,
+        xs: torch.FloatTensor | None = None,
+        ys: torch.Tensor | None = None,
+        ss: torch.Tensor | None = None,
+        y_tokens: torch.Tensor | None = None,
+        targets: torch.Tensor | None = None,
+        loss_mask: torch.Tensor | None = None,
+        past_key_values=None,
+        use_cache: bool | None = None,
         **context,
     ) -> ICLRegressionOutput:
-        """Predict at every position.
+        """Predict at every position of `inputs`, or in context from examples `xs`, `ys`.
 
         Args:
             inputs (`torch.FloatTensor`): (B, T, input_dim) continuous inputs.
+            xs, ys, ss, y_tokens, targets, loss_mask, past_key_values, use_cache: the in-context path (pass `xs`
+                instead of `inputs`); see `InContextRegressionMixin.forward_in_context`. Returns an
+                `InContextRegressionOutput` with `.predictions` (B, N[, d_y]) and `.loss`.
             attention_mask (`torch.Tensor`, *optional*): (B, T), 1 for real positions and 0 for padding.
             position_ids (`torch.LongTensor`, *optional*): (B, T) positions; by default counted over real tokens.
             output_attentions, output_hidden_states (`bool`, *optional*): as in `ICLModel.forward`.
@@ -92,6 +115,19 @@ class ICLForRegression(ICLPreTrainedModel):
         Returns:
             `ICLRegressionOutput` with `predictions` (B, T, output_dim) and `loss=None`.
         """
+        if (inputs is None) == (xs is None):
+            raise ValueError("pass exactly one of inputs (a ready sequence) or xs (in-context examples, with ys)")
+        if xs is not None:
+            in_context = dict(ys=ys, ss=ss, y_tokens=y_tokens, targets=targets, loss_mask=loss_mask)
+            return self.forward_in_context(
+                xs,
+                **in_context,
+                past_key_values=past_key_values,
+                use_cache=use_cache,
+                output_attentions=output_attentions,
+                output_hidden_states=output_hidden_states,
+                block_context=context or None,
+            )
         outputs = self.model(
             inputs_embeds=self.read_in(inputs),  # (B, T, d)
             attention_mask=attention_mask,

@@ -15,6 +15,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from ..mixers import MIXERS
 from ..modeling.configuration import ICLConfig, check_choice
+from .auto import AutoModelForInContextRegression
 from .gla import ICLGLAConfig, ICLGLAForCausalLM, ICLGLAForRegression, ICLGLAModel
 from .h3 import ICLH3Config, ICLH3ForCausalLM, ICLH3ForRegression, ICLH3Model
 from .hyena import ICLHyenaConfig, ICLHyenaForCausalLM, ICLHyenaForRegression, ICLHyenaModel
@@ -156,6 +157,8 @@ def _register() -> None:
         AutoConfig.register(entry.config_class.model_type, entry.config_class)
         AutoModel.register(entry.config_class, entry.model_class)
         AutoModelForCausalLM.register(entry.config_class, entry.causal_lm_class)
+        if entry.regression_class is not None:
+            AutoModelForInContextRegression.register(entry.config_class, entry.regression_class)
 
 
 _register()

@@ -14,7 +14,9 @@ class ICLRegularGPTConfig(ICLConfig):
 
     `num_hidden_layers` is the thickness K: K distinct blocks, applied as a group at every depth
     l = 0 … ⌈log_C T⌉ − 1 with dilation C^l (weights shared across depth, P2 §3.2), where T is the input length
-    at run time. Positions enter only through the learned offset biases r (no position embedding).
+    at run time, unless `fixed_depth` fixes the number of levels (then an output never depends on later inputs,
+    which in-context regression's prefix property needs; ⌈log_C T_max⌉ levels cover inputs up to T_max).
+    Positions enter only through the learned offset biases r (no position embedding).
     Presets `tiny`/`small`/`base` match the Transformer presets' widths and parameter counts (K = 2/4/8);
     `paper` is P2 Table 4 (d=256, 8 heads, K=1).
 
@@ -33,3 +35,9 @@ class ICLRegularGPTConfig(ICLConfig):
     dilated_attention_chunk_size: int = 2
     position_embedding: str = "nope"
     num_hidden_layers: int = 1
+    fixed_depth: int | None = None
+
+    def check(self) -> None:
+        super().check()
+        if self.fixed_depth is not None and self.fixed_depth < 1:
+            raise ValueError(f"fixed_depth={self.fixed_depth} must be a positive integer or None")

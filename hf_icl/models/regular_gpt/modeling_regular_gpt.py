@@ -47,15 +47,18 @@ class ICLRegularGPTModel(ICLModel):
                     all_hidden_states.append(hidden_states)
         return hidden_states
 
+    def depth_for(self, length: int) -> int:
+        """Depth levels applied to an input of `length` positions: `config.fixed_depth`, else ⌈log_C T⌉."""
+        return self.config.fixed_depth or regular_depth(length, self.config.dilated_attention_chunk_size)
+
     def run_layers(
         self, hidden_states, attention_mask, cache, input_ids, position_ids, all_hidden_states=None, **context
     ):
-        chunk_size = self.config.dilated_attention_chunk_size
         past = cache.get_seq_length() if cache is not None else 0
-        depth = regular_depth(past + hidden_states.shape[1], chunk_size)
-        if past and depth > regular_depth(past, chunk_size):
+        depth = self.depth_for(past + hidden_states.shape[1])
+        if past and depth > self.depth_for(past):
             # The input outgrew the cached depth: run the new depths once over the cached positions.
-            old_depth = regular_depth(past, chunk_size)
+            old_depth = self.depth_for(past)
             past_mask = attention_mask[:, :past] if attention_mask is not None else None
             catch_up = {**context, "recorder": ForwardRecorder()}  # its maps are not the input's
             top = self.apply_depths(cache.model_state.get("top"), past_mask, cache, range(old_depth, depth), **catch_up)
