@@ -22,8 +22,9 @@ NGRAM_SPEC = [{"layer": 0, "orders": [1, 2]}]
 
 # What the papers say each architecture can do: the oracle the derived capabilities must reproduce.
 NOT_RECURRENT = {"transformer", "llama", "regular_gpt", "hyena", "mambaformer", "standard_hybrid"}
-WITH_ATTENTION = {"transformer", "llama", "regular_gpt", "mambaformer", "standard_hybrid"}
-WITHOUT_NGRAM_HEADS = {"regular_gpt"}
+NOT_RECURRENT |= {"slowfast_transformer"}
+WITH_ATTENTION = {"transformer", "llama", "regular_gpt", "mambaformer", "standard_hybrid", "slowfast_transformer"}
+WITHOUT_NGRAM_HEADS = {"regular_gpt", "slowfast_transformer"}
 
 
 def tiny(arch, **overrides):
@@ -115,9 +116,9 @@ def residual_rule_by_name(model):
     names = set()
     for prefix, module in model.named_modules():
         if isinstance(module, DecoderBlock):
-            for part_name in ("mixer", "ffn"):
+            for part_name in ("mixer", "ffn", "slow_mixer", "slow_ffn"):  # slow_*: the slow/fast blocks' y stream
                 for name in ("out_proj", "fc_out", "down_proj"):
-                    if isinstance(getattr(getattr(module, part_name), name, None), nn.Linear):
+                    if isinstance(getattr(getattr(module, part_name, None), name, None), nn.Linear):
                         names.add(f"{prefix}.{part_name}.{name}.weight")
     return names
 
@@ -241,6 +242,12 @@ PINNED_PRESETS = {
         "tiny": (64, 3, 2, 256, 32, 64, "4M 4M 4M", "---"),
         "small": (128, 7, 2, 512, 32, 64, "4M 4M 4M 4M 4M 4M 4M", "-------"),
         "base": (256, 15, 2, 1024, 32, 64, "4M 4M 4M 4M 4M 4M 4M 4M 4M 4M 4M 4M 4M 4M 4M", "---------------"),
+    },
+    "slowfast_transformer": {  # the fast stream x (d_x, h_x, i_x); the slow stream's sizes are slow_* fields
+        "tiny": (60, 2, 2, 240, 16, 64, "A A", "mm"),
+        "small": (120, 4, 2, 480, 16, 64, "A A A A", "mmmm"),
+        "base": (232, 8, 4, 928, 16, 64, "A A A A A A A A", "mmmmmmmm"),
+        "paper": (112, 6, 7, 448, 16, 64, "A A A A A A", "mmmmmm"),
     },
     "standard_hybrid": {
         "tiny": (64, 4, 2, 256, 16, 64, "A M A M", "----"),

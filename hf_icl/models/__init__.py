@@ -15,6 +15,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 from ..mixers import MIXERS
 from ..modeling.configuration import ICLConfig, check_choice
+from ..validation import check_field_values
 from .auto import AutoModelForInContextRegression
 from .gla import ICLGLAConfig, ICLGLAForCausalLM, ICLGLAForRegression, ICLGLAModel
 from .h3 import ICLH3Config, ICLH3ForCausalLM, ICLH3ForRegression, ICLH3Model
@@ -39,6 +40,12 @@ from .retnet import ICLRetNetConfig, ICLRetNetForCausalLM, ICLRetNetForRegressio
 from .rwkv import ICLRWKVConfig, ICLRWKVForCausalLM, ICLRWKVForRegression, ICLRWKVModel
 from .s4 import ICLS4Config, ICLS4ForCausalLM, ICLS4ForRegression, ICLS4Model
 from .s4_mamba import ICLS4MambaConfig, ICLS4MambaForCausalLM, ICLS4MambaForRegression, ICLS4MambaModel
+from .slowfast_transformer import (
+    ICLSlowFastTransformerConfig,
+    ICLSlowFastTransformerForCausalLM,
+    ICLSlowFastTransformerForRegression,
+    ICLSlowFastTransformerModel,
+)
 from .standard_hybrid import (
     ICLStandardHybridConfig,
     ICLStandardHybridForCausalLM,
@@ -148,6 +155,13 @@ ARCHITECTURES: dict[str, Architecture] = {
             ICLStandardHybridForRegression,
         ),
         Architecture("s4_mamba", ICLS4MambaConfig, ICLS4MambaModel, ICLS4MambaForCausalLM, ICLS4MambaForRegression),
+        Architecture(
+            "slowfast_transformer",
+            ICLSlowFastTransformerConfig,
+            ICLSlowFastTransformerModel,
+            ICLSlowFastTransformerForCausalLM,
+            ICLSlowFastTransformerForRegression,
+        ),
     )
 }
 
@@ -184,6 +198,7 @@ def config_for(architecture: str, preset: str = "tiny", **overrides) -> ICLConfi
         if key not in known:
             allowed = ", ".join(sorted(known))
             raise ValueError(f"config field {key!r} is not a field of {config_cls.__name__}: {allowed}")
+    check_field_values(config_cls, overrides)  # a value of the wrong type fails here, not inside the model
     return config_cls.from_preset(preset, **overrides)
 
 
