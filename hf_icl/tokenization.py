@@ -20,6 +20,10 @@ PHONEBOOK_SYMBOLS = (
 ASSOCIATIVE_RECALL_SYMBOLS = ["."] + [chr(ord("a") + i) for i in range(19)] + [chr(ord("A") + i) for i in range(19)]
 ASSOCIATIVE_RECALL_SYMBOLS += [">"]
 """P1's AR vocabulary of 40: `.` (no-op, pad, eos), 19 keys a–s, 19 values A–S, `>` (the query prefix `=>`)."""
+ICL_ARITHMETIC_SYMBOLS = list("0123456789*=+-|#") + ["."]
+"""P3 App. D: digits, `*`, `=`, the answer's sign, `|` after each example, `#` after each task; `.` is pad and eos."""
+TEXT_SYMBOLS = [chr(c) for c in range(32, 127)] + ["\n", "\u2403"]
+"""Printable ASCII and newline (text_mixture); `␃` (U+2403, end of text) is pad and eos."""
 MQAR_FIRST_CODE_POINT = 0x4E00
 """MQAR token id i is the character chr(0x4E00 + i) (CJK block: single code points, no normalisation)."""
 MQAR_MAX_VOCAB = 0xA000 - MQAR_FIRST_CODE_POINT
@@ -97,3 +101,16 @@ def mqar_tokenizer(vocab_size: int):
         vocab_size: zoology's V.
     """
     return char_tokenizer(mqar_symbols(vocab_size), pad_token=".", eos_token=".")
+
+
+def icl_arithmetic_tokenizer():
+    """ICL arithmetic (P3 App. D): `0`–`9` = 0–9, `* = + - | #` = 10–15, `.` (pad, also eos) = 16."""
+    return char_tokenizer(ICL_ARITHMETIC_SYMBOLS, pad_token=".", eos_token=".")
+
+
+def text_tokenizer():
+    """Character-level text (text_mixture): printable ASCII = 0–94, newline = 95, `␃` (pad, also eos) = 96.
+
+    Other characters must be mapped into this alphabet first (`hf_icl.tasks.text_mixture.to_alphabet`).
+    """
+    return char_tokenizer(TEXT_SYMBOLS, pad_token="\u2403", eos_token="\u2403")
