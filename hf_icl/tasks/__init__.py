@@ -10,7 +10,7 @@ line below (or call :func:`register_family` from your own code).
 from __future__ import annotations
 
 from . import copying, phonebook, recall  # noqa: F401  (public modules, as before the family registry)
-from .families import formal_language, generation, icl_arithmetic, regbench
+from .families import formal_language, generation, icl_arithmetic, regbench, text_mixture
 from .families.generation import GENERATION_TASKS
 from .family import (
     FAMILIES,
@@ -29,7 +29,13 @@ from .generative import GenerationTask
 from .regbench import RegBenchBuilder
 from .regular_languages import LANGUAGES, RegularLanguageBuilder
 
-for _family in (regbench.FAMILY, formal_language.FAMILY, generation.FAMILY, icl_arithmetic.FAMILY):
+for _family in (
+    regbench.FAMILY,
+    formal_language.FAMILY,
+    generation.FAMILY,
+    icl_arithmetic.FAMILY,
+    text_mixture.FAMILY,
+):
     register_family(_family)
 
 __all__ = [
