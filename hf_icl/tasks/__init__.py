@@ -12,6 +12,7 @@ from __future__ import annotations
 from . import copying, phonebook, recall  # noqa: F401  (public modules, as before the family registry)
 from .families import formal_language, generation, icl_arithmetic, regbench, text_mixture
 from .families.generation import GENERATION_TASKS
+from .families.function_classes import FAMILIES as FUNCTION_CLASS_FAMILIES
 from .family import (
     FAMILIES,
     EvalRequest,
@@ -36,6 +37,8 @@ for _family in (
     icl_arithmetic.FAMILY,
     text_mixture.FAMILY,
 ):
+    register_family(_family)
+for _family in FUNCTION_CLASS_FAMILIES:  # the in-context regression suite (P5), one family per function class
     register_family(_family)
 
 __all__ = [
