@@ -48,6 +48,7 @@ class RunArguments:
     epochs: float = 3.0
     max_steps: int | None = None
     batch_size: int = 32
+    gradient_accumulation_steps: int = 1
     seed: int = 0
     threads: int | None = None
     train_on_delimiter: bool = False
@@ -154,6 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--epochs", type=float, help="training epochs")
     parser.add_argument("--max-steps", type=int, help="stop after this many optimiser steps")
     parser.add_argument("--batch-size", type=int, help="global batch size (split across processes)")
+    parser.add_argument(
+        "--gradient-accumulation-steps",
+        type=int,
+        help="split each process's share of a step's batch into this many micro-batches, one backward each, then "
+        "one optimiser step (same batches and schedule, less memory)",
+    )
     parser.add_argument("--seed", type=int, help="seed of initialisation and data order")
     parser.add_argument("--threads", type=int, help="CPU threads per process (default: all cores if single-process)")
     parser.add_argument(
@@ -241,7 +248,9 @@ def validate(args: RunArguments) -> None:
     check_choice("task", args.task, list_tasks())
     check_choice("report_to", args.report_to, REPORT_TO)
     check_choice("preset", args.preset, sorted(ARCHITECTURES[args.architecture].presets))
-    for name in ("n_train", "batch_size", "checkpoint_every", "eval_batch_size", "log_every"):
+    positive = ("n_train", "batch_size", "gradient_accumulation_steps", "checkpoint_every", "eval_batch_size")
+    positive += ("log_every",)
+    for name in positive:
         if getattr(args, name) is not None and getattr(args, name) < 1:
             raise ValueError(f"{name}={getattr(args, name)} must be ≥ 1")
     if args.epochs <= 0 and not args.max_steps:

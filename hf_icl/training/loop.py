@@ -5,6 +5,7 @@ exact resume.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import torch
 from accelerate import Accelerator
-from accelerate.utils import set_seed
+from accelerate.utils import DistributedType, set_seed
 from tqdm.auto import tqdm
 
 from ..models import config_for
@@ -87,6 +88,9 @@ def start_run(args: RunArguments) -> Run:
     output_dir = args.resolved_output_dir()
     accelerator = Accelerator(
         cpu=not torch.cuda.is_available(),
+        # The schedule is defined in optimiser steps; linked to the optimiser, Accelerate would advance it once per
+        # process at every step (N times too fast under N-process DDP).
+        step_scheduler_with_optimizer=False,
         log_with=None if args.report_to == "none" else args.report_to,
         project_dir=str(output_dir),
     )
@@ -131,6 +135,35 @@ def total_loss(run: Run, model, batch) -> tuple[torch.Tensor, dict[str, torch.Te
     return loss, terms
 
 
+def backward_in_micro_batches(run: Run, model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """Forward and backward of one optimiser step's batch in `gradient_accumulation_steps` micro-batches.
+
+    The step's batch (so the data order, curricula and resume points) does not depend on the number of micro-batches:
+    it is cut along its rows (the first dimension of its first tensor with ≥ 2 dimensions; tensors and lists of that
+    length are cut, anything else is shared), each backward is weighted by its share of the rows, and processes
+    synchronise gradients in the last backward only. Returns the loss and its terms over the whole batch.
+    """
+    accelerator, parts = run.accelerator, run.args.gradient_accumulation_steps
+    if parts == 1:
+        loss, terms = total_loss(run, model, batch)
+        accelerator.backward(loss)
+        return loss, terms
+    rows = next(len(v) for v in batch.values() if torch.is_tensor(v) and v.ndim >= 2)
+    slices = [(int(c[0]), int(c[-1]) + 1) for c in torch.arange(rows).tensor_split(min(parts, rows))]
+    cut = {k for k, v in batch.items() if (torch.is_tensor(v) and v.ndim or isinstance(v, list)) and len(v) == rows}
+    loss, terms = torch.zeros((), device=accelerator.device), {}
+    for i, (start, stop) in enumerate(slices):
+        part = {k: v[start:stop] if k in cut else v for k, v in batch.items()}
+        share = (stop - start) / rows
+        with contextlib.nullcontext() if i == len(slices) - 1 else accelerator.no_sync(model):
+            part_loss, part_terms = total_loss(run, model, part)
+            accelerator.backward(part_loss * share)
+        loss = loss + part_loss.detach() * share
+        for name, value in part_terms.items():
+            terms[name] = terms.get(name, 0.0) + value.detach() * share
+    return loss, terms
+
+
 def train(args: RunArguments, resume_from: Path | None = None) -> dict:
     """Train, evaluate, and write the run folder. Returns the metrics written to `metrics.json`."""
     run = start_run(args)
@@ -160,13 +193,33 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
 
     checksum = torch.tensor([weights_checksum(model)], dtype=torch.float64, device=accelerator.device)
     checksums = accelerator.gather(checksum).tolist()
-    unwrapped = accelerator.unwrap_model(model)
+    unwrapped = whole_model(run, model)
     metrics = None
     if accelerator.is_main_process:
         metrics = finish_run(run, unwrapped, state, total_steps, stream.steps_per_epoch, checksums)
     accelerator.wait_for_everyone()
     accelerator.end_training()
     return metrics
+
+
+def whole_model(run: Run, model):
+    """The trained model as one module on the main process (`None` on the others under FSDP).
+
+    Under FSDP each process holds shards and a forward needs every process, so the shards are gathered into a fresh
+    unsharded copy for the evaluation and `save_pretrained`; otherwise this is the unwrapped model itself.
+    """
+    accelerator = run.accelerator
+    if accelerator.distributed_type != DistributedType.FSDP:
+        return accelerator.unwrap_model(model)
+    from torch.distributed.checkpoint.state_dict import StateDictOptions, get_model_state_dict
+
+    # Every process takes part in the gather; only the main process receives the full tensors (on the CPU).
+    state = get_model_state_dict(model, options=StateDictOptions(full_state_dict=True, cpu_offload=True))
+    if not accelerator.is_main_process:
+        return None
+    whole = build_task_model(run)
+    whole.load_state_dict(state)
+    return whole.to(accelerator.device)
 
 
 def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_steps: int, curricula) -> None:
@@ -183,9 +236,7 @@ def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_
     model.train()
     batches = stream.iter_from(state["global_step"])
     while state["global_step"] < total_steps:
-        batch = next(batches)
-        loss, terms = total_loss(run, model, batch)
-        accelerator.backward(loss)
+        loss, terms = backward_in_micro_batches(run, model, next(batches))
         if args.grad_clip:
             accelerator.clip_grad_norm_(model.parameters(), args.grad_clip)
         optimizer.step()
