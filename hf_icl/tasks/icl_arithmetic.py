@@ -157,8 +157,8 @@ def example_of_position(config: ICLArithmeticConfig) -> np.ndarray:
 def least_squares_predictions(row: dict, config: ICLArithmeticConfig) -> str:
     """The text with every answer replaced by the least-squares fit of (a, b) to the task's earlier examples.
 
-    The reference point of what the examples determine: example j of a task is answered with trunc(â·A + b̂·B),
-    (â, b̂) fitted to examples 0 … j − 1 (minimum-norm for j < 2; zero for j = 0).
+    The reference point of what the examples determine: example j of a task is answered with â·A + b̂·B rounded,
+    (â, b̂) fitted to the (truncated) answers of examples 0 … j − 1 (minimum-norm for j < 2; zero for j = 0).
     """
     out = []
     for task in row["text"].split("#")[:-1]:
@@ -167,7 +167,7 @@ def least_squares_predictions(row: dict, config: ICLArithmeticConfig) -> str:
         for a_operand, b_operand, sign, value in examples:
             if seen_x:
                 coefficients = np.linalg.lstsq(np.array(seen_x, float), np.array(seen_y, float), rcond=None)[0]
-                guess = math.trunc(float(coefficients @ np.array([a_operand, b_operand], float)))
+                guess = round(float(coefficients @ np.array([a_operand, b_operand], float)))
             else:
                 guess = 0
             limit = 10 ** (config.digits + 2) - 1
