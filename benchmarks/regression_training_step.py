@@ -1,0 +1,62 @@
+"""Training steps per second of every architecture's in-context regression model against the Transformer's (issue #12).
+
+Run: `OMP_NUM_THREADS=1 python benchmarks/regression_training_step.py [--preset tiny --task linear_regression
+--points 41 --dims 20 --batch 64]`. A step is `model(xs=, ys=)` (the interleaved 2N-token prompt), backward and an
+Adam update, on one batch of the task's prompts; each architecture and the Transformer are timed in the same
+process, interleaved (warm-up, then the median of repeats). `ratio` = ours / reference steps per second, so below 1
+is slower than the Transformer.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import torch
+from common import median_time, print_table
+
+import hf_icl
+from hf_icl.tasks.function_classes import model_inputs, output_dim, sample
+
+
+def training_step(model, optimizer, batch):
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        model(**batch).loss.backward()
+        optimizer.step()
+
+    return step
+
+
+def build(arch: str, preset: str, task: str, dims: int):
+    config = hf_icl.config_for(arch, preset, input_dim=dims, output_dim=output_dim(task, dims))
+    torch.manual_seed(0)
+    model = hf_icl.AutoModelForInContextRegression.from_config(config).train()
+    return model, torch.optim.Adam(model.parameters(), lr=1e-4)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", default="tiny")
+    parser.add_argument("--task", default="linear_regression")
+    parser.add_argument("--points", type=int, default=41)
+    parser.add_argument("--dims", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--architectures", nargs="*", default=hf_icl.list_architectures())
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    batch = model_inputs(sample(args.task, args.batch, args.points, args.dims, seed=0))
+    reference = build("transformer", args.preset, args.task, args.dims)
+    reference_step = training_step(*reference, batch)
+    rows = []
+    for arch in args.architectures:
+        ours_step = training_step(*build(arch, args.preset, args.task, args.dims), batch)
+        ours = 1 / median_time(ours_step, repeats=args.repeats)
+        theirs = 1 / median_time(reference_step, repeats=args.repeats)
+        case = f"{arch}, {args.preset}, B={args.batch}, N={args.points} ({2 * args.points} tokens)"
+        rows.append((case, ours, theirs))
+    print_table(rows, unit="steps/s", reference="transformer")
+
+
+if __name__ == "__main__":
+    main()
