@@ -97,7 +97,7 @@ class ICLSlowFastTransformerConfig(ICLConfig):
     position_embedding: str = "learned"
     ffn: str = "mlp"
     norm: str = "layernorm"
-    hidden_act: str = "gelu_new"
+    hidden_act: str = "gelu_pytorch_tanh"  # GPT-2's tanh GELU, fused (gelu_new is the same function, slower on CPU)
     hidden_size: int = 120
     slow_dim: int = 32
     slow_heads: int = 2
