@@ -1,0 +1,274 @@
+"""`python -m hf_icl.sweep SPEC.yaml [--launcher local|ray|submitit] [--dry-run]`: a grid of training runs.
+
+As in zoology and MAD-Lab, a sweep is a base configuration crossed with lists of values (architectures × learning
+rates × N × seeds, ...). SPEC.yaml:
+
+    output_root: outputs/sweeps/regbench-ngram-heads   # point P trains in <output_root>/<P's name>
+    base:                                    # run arguments shared by every point (what `train.py --config` reads)
+      task: regbench
+      n_train: 2500
+      max_steps: 240
+    grid:                                    # crossed in this order; a mapping names its values
+      architecture: [retnet, gla]
+      ngram_heads: {none: null, ngh: "1:1,2,3"}
+      seed: [0, 1]
+    accelerate: [--multi_gpu, --num_processes, "8"]   # optional: each point under `accelerate launch`
+    launcher:                                # optional settings of the cluster launchers
+      ray: {address: auto, num_cpus: 1, num_gpus: 0}
+      submitit: {cluster: slurm, timeout_min: 120, slurm_partition: gpu, gpus_per_node: 8}
+
+Keys of `base` and `grid` are `RunArguments` fields (`train.py --help`), `override.<config field>` (as `--override`),
+`task_option.<task field>` (as `--task-option`) or `ngram_heads` (as `--ngram-heads`). A point's name lists every grid
+key, `key=label` joined by `,`; its run arguments are written to `<output_root>/<name>.yaml`, its output to
+`<output_root>/<name>.log`.
+
+Each point is its own process, `python -m hf_icl.train --config <name>.yaml` (a subprocess rather than a call in
+this process: every run starts from a fresh Accelerate state, thread setting and memory, a crashed point does not
+end the sweep, and the same command runs unchanged on a cluster node). A point whose `metrics.json` exists is
+skipped, one with a completed checkpoint continues with `--resume`, one that died before its first checkpoint
+restarts with `--overwrite`; so rerunning a sweep finishes what is missing. The default launcher runs the points
+one after another on this machine; `ray` and `submitit` (SLURM and others; the engine under Hydra's submitit
+launcher) are the optional extra `pip install hf-icl[sweep]`. `python -m hf_icl.report <output_root>` reads the runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import itertools
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+
+import yaml
+
+from .training.arguments import RunArguments, parse_args, parse_ngram_heads
+from .training.checkpoints import latest_checkpoint
+
+SPEC_KEYS = ("output_root", "base", "grid", "accelerate", "launcher")
+LAUNCHERS = ("local", "ray", "submitit")
+SWEEP_OWNED = ("output_dir", "resume", "overwrite")
+PREFIXED = ("override.", "task_option.")
+
+
+@dataclass
+class SweepSpec:
+    """A parsed SPEC.yaml (see the module docstring)."""
+
+    output_root: str
+    base: dict = field(default_factory=dict)
+    grid: dict = field(default_factory=dict)
+    accelerate: list = field(default_factory=list)
+    launcher: dict = field(default_factory=dict)
+
+
+@dataclass
+class Point:
+    """One run of the grid: its name and its run arguments."""
+
+    name: str
+    arguments: dict
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and check SPEC.yaml; errors name the key, the value and what is allowed."""
+    raw = yaml.safe_load(Path(path).read_text()) or {}
+    unknown = sorted(set(raw) - set(SPEC_KEYS))
+    if unknown:
+        raise ValueError(f"{path}: key {unknown[0]!r} is not one of: {', '.join(SPEC_KEYS)}")
+    if not raw.get("output_root"):
+        raise ValueError(f"{path}: output_root is missing (the folder that holds one run folder per point)")
+    spec = SweepSpec(**raw)
+    for key in [*spec.base, *spec.grid]:
+        check_key(key)
+    for key, values in spec.grid.items():
+        if not isinstance(values, (list, dict)) or not values:
+            raise ValueError(f"grid.{key}={values!r} must be a non-empty list or a mapping of label: value")
+    return spec
+
+
+def check_key(key: str) -> None:
+    allowed = sorted({f.name for f in fields(RunArguments)} - set(SWEEP_OWNED))
+    if key in SWEEP_OWNED:
+        raise ValueError(f"{key!r} is set by the sweep for every point; remove it from base/grid")
+    if key not in allowed and key != "ngram_heads" and not key.startswith(PREFIXED):
+        raise ValueError(
+            f"key {key!r} is not one of: {', '.join(allowed)}, ngram_heads, override.<field>, task_option.<field>"
+        )
+
+
+def label(value) -> str:
+    """A value as it appears in a point name (no path separators or spaces; `,` and `:` become `+` and `.`)."""
+    text = "none" if value is None else value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+    return re.sub(r"[^A-Za-z0-9._=+-]", "_", text.replace(",", "+").replace(":", "."))
+
+
+def assign(values: dict, key: str, value) -> None:
+    """Set one base/grid key in a dict of run arguments."""
+    if key.startswith(PREFIXED):
+        prefix, name = key.split(".", 1)
+        values.setdefault("overrides" if prefix == "override" else "task_options", {})[name] = value
+    elif key == "ngram_heads":
+        overrides = values.setdefault("overrides", {})
+        overrides.pop("ngram_heads", None)
+        if value:
+            overrides["ngram_heads"] = parse_ngram_heads(value) if isinstance(value, str) else value
+    else:
+        values[key] = value
+
+
+def expand(spec: SweepSpec) -> list[Point]:
+    """Every point of the grid, in the order of `grid`'s keys (the last key varies fastest)."""
+    base: dict = {}
+    for key, value in spec.base.items():
+        assign(base, key, copy.deepcopy(value))
+    axes = [
+        list(values.items()) if isinstance(values, dict) else [(label(v), v) for v in values]
+        for values in spec.grid.values()
+    ]
+    points = []
+    for combination in itertools.product(*axes):
+        arguments = copy.deepcopy(base)
+        for key, (_, value) in zip(spec.grid, combination):
+            assign(arguments, key, copy.deepcopy(value))
+        name = ",".join(f"{key.split('.')[-1]}={label(tag)}" for key, (tag, _) in zip(spec.grid, combination))
+        arguments["output_dir"] = str(Path(spec.output_root) / (name or "run"))
+        points.append(Point(name or "run", arguments))
+    if len({p.name for p in points}) != len(points):
+        raise ValueError("two grid points have the same name; give the values labels with a mapping (label: value)")
+    return points
+
+
+def check_points(points: list[Point]) -> None:
+    """Parse every point's arguments as `train.py` will, so a bad value fails before any run starts."""
+    with tempfile.TemporaryDirectory() as folder:
+        for point in points:
+            config = Path(folder) / "point.yaml"
+            config.write_text(yaml.safe_dump({k: v for k, v in point.arguments.items() if k != "output_dir"}))
+            try:
+                parse_args(["--config", str(config)])
+            except ValueError as err:
+                raise ValueError(f"point {point.name}: {err}") from None
+            except SystemExit:
+                raise ValueError(f"point {point.name}: train.py rejected its arguments (message above)") from None
+
+
+def point_state(run_dir: Path) -> str:
+    """`finished` (metrics.json), `resume` (a completed checkpoint), `restart` (started, no checkpoint) or `new`."""
+    if (run_dir / "metrics.json").is_file():
+        return "finished"
+    if latest_checkpoint(run_dir) is not None:
+        return "resume"
+    return "restart" if run_dir.is_dir() and any(run_dir.iterdir()) else "new"
+
+
+def point_command(spec: SweepSpec, point: Point) -> list[str]:
+    """The command that trains `point` from where its run folder stands."""
+    config = Path(spec.output_root) / f"{point.name}.yaml"
+    state = point_state(Path(point.arguments["output_dir"]))
+    flag = {"resume": ["--resume"], "restart": ["--overwrite"]}.get(state, [])
+    entry = ["accelerate", "launch", *map(str, spec.accelerate), "-m"] if spec.accelerate else [sys.executable, "-m"]
+    return [*entry, "hf_icl.train", "--config", str(config), "--output-dir", point.arguments["output_dir"], *flag]
+
+
+def run_point(spec: SweepSpec, point: Point) -> dict:
+    """Train one point (skipping a finished one); returns `{name, status, returncode, seconds}`. Any launcher."""
+    root = Path(spec.output_root)
+    if point_state(Path(point.arguments["output_dir"])) == "finished":
+        return {"name": point.name, "status": "finished before", "returncode": 0, "seconds": 0.0}
+    root.mkdir(parents=True, exist_ok=True)
+    arguments = {k: v for k, v in point.arguments.items() if k != "output_dir"}
+    (root / f"{point.name}.yaml").write_text(yaml.safe_dump(arguments, sort_keys=False))
+    command = point_command(spec, point)
+    started = time.time()
+    with open(root / f"{point.name}.log", "a") as log:
+        log.write(f"\n$ {' '.join(command)}\n")
+        log.flush()
+        returncode = subprocess.run(command, stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy()).returncode
+    status = "trained" if returncode == 0 else f"failed (see {root / point.name}.log)"
+    return {"name": point.name, "status": status, "returncode": returncode, "seconds": round(time.time() - started)}
+
+
+def optional_module(name: str, launcher: str):
+    try:
+        return __import__(name)
+    except ImportError:
+        raise SystemExit(
+            f"--launcher {launcher} needs the {name} package: pip install 'hf-icl[sweep]' (or pip install {name})"
+        ) from None
+
+
+def run_with_ray(spec: SweepSpec, points: list[Point]) -> list[dict]:
+    """One Ray task per point (`launcher.ray`: `address` for ray.init, `num_cpus`/`num_gpus` per point)."""
+    ray = optional_module("ray", "ray")
+    options = dict(spec.launcher.get("ray") or {})
+    ray.init(address=options.pop("address", None), ignore_reinit_error=True)
+    task = ray.remote(num_cpus=options.pop("num_cpus", 1), num_gpus=options.pop("num_gpus", 0), **options)(run_point)
+    return ray.get([task.remote(spec, point) for point in points])
+
+
+def run_with_submitit(spec: SweepSpec, points: list[Point]) -> list[dict]:
+    """One job per point in a submitit job array (`launcher.submitit`: `cluster` plus submitit's parameters)."""
+    submitit = optional_module("submitit", "submitit")
+    options = dict(spec.launcher.get("submitit") or {})
+    folder = Path(spec.output_root) / ".submitit" / "%j"
+    executor = submitit.AutoExecutor(folder=str(folder), cluster=options.pop("cluster", None))
+    executor.update_parameters(**options)
+    jobs = executor.map_array(run_point, [spec] * len(points), points)
+    return [job.result() for job in jobs]
+
+
+def run_sweep(spec: SweepSpec, launcher: str = "local") -> list[dict]:
+    """Check every point, then train the unfinished ones with `launcher`. Returns one result per point."""
+    points = expand(spec)
+    check_points(points)
+    pending = [p for p in points if point_state(Path(p.arguments["output_dir"])) != "finished"]
+    results = {p.name: {"name": p.name, "status": "finished before", "returncode": 0, "seconds": 0.0} for p in points}
+    if launcher == "ray":
+        done = run_with_ray(spec, pending)
+    elif launcher == "submitit":
+        done = run_with_submitit(spec, pending)
+    else:
+        done = []
+        for i, point in enumerate(pending):
+            print(f"[{i + 1}/{len(pending)}] {point.name}", flush=True)
+            done.append(run_point(spec, point))
+            print(f"    {done[-1]['status']} ({done[-1]['seconds']} s)", flush=True)
+    results.update({r["name"]: r for r in done})
+    return [results[p.name] for p in points]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m hf_icl.sweep", description=__doc__.split("\n\n")[0])
+    parser.add_argument("spec", help="SPEC.yaml (see the module docstring)")
+    parser.add_argument("--launcher", choices=LAUNCHERS, default="local", help="where the points run")
+    parser.add_argument("--dry-run", action="store_true", help="print every point and its command, run nothing")
+    args = parser.parse_args(argv)
+    try:
+        spec = load_spec(args.spec)
+        if args.dry_run:
+            points = expand(spec)
+            check_points(points)
+            for point in points:
+                state = point_state(Path(point.arguments["output_dir"]))
+                print(f"{point.name}  [{state}]\n    {' '.join(point_command(spec, point))}")
+            print(f"{len(points)} points")
+            return 0
+        results = run_sweep(spec, args.launcher)
+    except (ValueError, OSError) as err:
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
+    print("\n| point | status | seconds |\n|---|---|---|")
+    for result in results:
+        print(f"| {result['name']} | {result['status']} | {result['seconds']} |")
+    print(f"\nreport: python -m hf_icl.report {spec.output_root} --output {spec.output_root}/report")
+    return 1 if any(r["returncode"] for r in results) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""`python -m hf_icl.sweep`: grid expansion and naming, bad specs failing before any run, skip/resume/restart
+decisions, and a real 2 × 2 grid at tiny size that the report then finds."""
+
+import json
+
+import pytest
+import yaml
+
+from hf_icl.report import main as report_main
+from hf_icl.sweep import expand, load_spec, main, point_command, point_state
+
+TINY = {"task": "regbench", "preset": "tiny", "n_train": 100, "task_option.n_test": 8, "task_option.n_validation": 8,
+        "max_steps": 2, "batch_size": 16, "threads": 1, "report_to": "none", "log_every": 1}  # fmt: skip
+
+
+def write_spec(tmp_path, grid, base=TINY, **extra):
+    path = tmp_path / "spec.yaml"
+    spec = {"output_root": str(tmp_path / "sweep"), "base": base, "grid": grid, **extra}
+    path.write_text(yaml.safe_dump(spec, sort_keys=False))
+    return path
+
+
+def test_grid_points_are_named_and_carry_their_arguments(tmp_path):
+    grid = {"architecture": ["transformer", "gla"], "ngram_heads": {"none": None, "ngh": "1:1,2,3"},
+            "override.num_hidden_layers": [2], "lr": [1e-3, 3e-3]}  # fmt: skip
+    points = expand(load_spec(write_spec(tmp_path, grid)))
+    assert len(points) == 8
+    first, last = points[0], points[-1]
+    assert first.name == "architecture=transformer,ngram_heads=none,num_hidden_layers=2,lr=0.001"
+    assert last.name == "architecture=gla,ngram_heads=ngh,num_hidden_layers=2,lr=0.003"
+    assert first.arguments["overrides"] == {"num_hidden_layers": 2} and first.arguments["task_options"]["n_test"] == 8
+    assert last.arguments["overrides"]["ngram_heads"] == [{"layer": 1, "orders": [1, 2, 3], "replace": False}]
+    assert last.arguments["output_dir"] == str(tmp_path / "sweep" / last.name)
+
+
+@pytest.mark.parametrize(
+    "grid, base, message",
+    [
+        ({"architecure": ["gla"]}, TINY, "key 'architecure' is not one of"),
+        ({"output_dir": ["x"]}, TINY, "'output_dir' is set by the sweep"),
+        ({"seed": []}, TINY, "grid.seed=[] must be a non-empty list"),
+        ({"lr": [1e-3, -1.0]}, TINY, "point lr=-1.0:"),
+        ({"architecture": ["gpt9"]}, TINY, "point architecture=gpt9:"),
+    ],
+)
+def test_bad_specs_fail_before_any_run(tmp_path, grid, base, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(write_spec(tmp_path, grid, base))])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_unfinished_points_resume_or_restart(tmp_path):
+    spec = load_spec(write_spec(tmp_path, {"seed": [0, 1, 2, 3]}))
+    new, restart, resume, finished = expand(spec)
+    (tmp_path / "sweep" / restart.name).mkdir(parents=True)
+    (tmp_path / "sweep" / restart.name / "hf_icl_run.json").write_text("{}")  # died before its first checkpoint
+    checkpoint = tmp_path / "sweep" / resume.name / "checkpoints" / "step_1"
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "trainer_state.json").write_text(json.dumps({"global_step": 1}))
+    (tmp_path / "sweep" / finished.name).mkdir()
+    (tmp_path / "sweep" / finished.name / "metrics.json").write_text("{}")
+    states = [point_state(tmp_path / "sweep" / p.name) for p in (new, restart, resume, finished)]
+    assert states == ["new", "restart", "resume", "finished"]
+    assert point_command(spec, new)[-2:] == ["--output-dir", new.arguments["output_dir"]]
+    assert point_command(spec, restart)[-1] == "--overwrite" and point_command(spec, resume)[-1] == "--resume"
+    assert point_command(spec, new)[1:4] == ["-m", "hf_icl.train", "--config"]
+    spec.accelerate = ["--multi_gpu", "--num_processes", 2]
+    assert point_command(spec, new)[:6] == ["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "-m"]
+
+
+def test_dry_run_lists_points_and_runs_nothing(tmp_path, capsys):
+    assert main([str(write_spec(tmp_path, {"seed": [0, 1]})), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "seed=0  [new]" in out and "seed=1  [new]" in out and "2 points" in out
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_two_by_two_grid_trains_skips_when_done_and_reports(tmp_path, capsys):
+    spec = write_spec(tmp_path, {"architecture": ["transformer", "lstm"], "lr": [1e-3, 3e-3]})
+    assert main([str(spec)]) == 0
+    runs = sorted((tmp_path / "sweep").glob("*/metrics.json"))
+    assert len(runs) == 4
+    metrics = json.loads(runs[0].read_text())
+    assert metrics["train"]["steps"] == 2 and metrics["run_config"]["task_options"] == {"n_test": 8, "n_validation": 8}
+    assert (tmp_path / "sweep" / f"{runs[0].parent.name}.yaml").is_file()
+    capsys.readouterr()
+    assert main([str(spec)]) == 0  # everything finished: nothing is retrained
+    assert capsys.readouterr().out.count("| finished before |") == 4
+    counts = report_main([str(tmp_path / "sweep"), "--output", str(tmp_path / "report")])
+    assert counts["runs"] == 4
+    assert "architecture=lstm,lr=0.003" in (tmp_path / "report" / "REPORT.md").read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launcher, options", [("submitit", {"cluster": "debug"}), ("ray", {"num_cpus": 1})])
+def test_cluster_launchers_run_the_points(tmp_path, launcher, options):
+    pytest.importorskip(launcher)
+    spec = write_spec(tmp_path, {"seed": [0]}, launcher={launcher: options})
+    assert main([str(spec), "--launcher", launcher]) == 0
+    assert (tmp_path / "sweep" / "seed=0" / "metrics.json").is_file()
