@@ -1,0 +1,57 @@
+"""`python -m hf_icl.report RUN_DIRS... --output DIR [--collect RUNS_DIR]`: the reproduction report.
+
+Gathers the `metrics.json` of every training run at or below RUN_DIRS (run folders, sweep roots, experiment output
+folders), puts each measured number beside the papers' (`hf_icl/reporting/paper_numbers.yaml`) with a verdict
+(reproduced, direction only, not reproduced) and writes `DIR/REPORT.md`, `DIR/REPORT.html` (self-contained) and
+`DIR/report_figures/*.png`.
+
+`--collect RUNS_DIR` first copies each run's `metrics.json` and `summary.md` (not its checkpoints) to
+`RUNS_DIR/<experiment>/<run>/`, then reports on everything in RUNS_DIR: that is how runs made under the ignored
+`outputs/` folder join the committed report:
+
+    python -m hf_icl.report outputs/sweeps/regbench-ngram-heads --collect docs/results/runs --output docs/results
+    python -m hf_icl.report docs/results/runs --output docs/results      # regenerate from the committed runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+from pathlib import Path
+
+from .reporting import build_report, find_runs
+
+
+def collect(run_paths: list[str], destination: Path) -> int:
+    """Copy every run's `metrics.json` and `summary.md` to `destination/<experiment>/<run>/`; returns the count."""
+    records = find_runs(run_paths)
+    for record in records:
+        target = destination / record.experiment / record.name
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("metrics.json", "summary.md"):
+            if (record.path / name).is_file():
+                shutil.copyfile(record.path / name, target / name)
+    return len(records)
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m hf_icl.report", description=__doc__.split("\n\n")[0])
+    parser.add_argument("runs", nargs="+", help="run folders, or folders holding run folders at any depth")
+    parser.add_argument("--output", required=True, type=Path, help="folder for REPORT.md, REPORT.html and figures")
+    parser.add_argument("--collect", type=Path, metavar="RUNS_DIR", help="copy the runs' metrics here first")
+    args = parser.parse_args(argv)
+    try:
+        sources = [str(p) for p in args.runs]
+        if args.collect:
+            print(f"collected {collect(sources, args.collect)} runs into {args.collect}")
+            sources = [str(args.collect)]
+        command = f"python -m hf_icl.report {' '.join(sources)} --output {args.output}"
+        counts = build_report(sources, args.output, command)
+    except (FileNotFoundError, ValueError) as err:
+        parser.exit(2, f"{parser.prog}: error: {err}\n")
+    print(f"wrote {args.output / 'REPORT.md'} and REPORT.html from {counts['runs']} runs")
+    return counts
+
+
+if __name__ == "__main__":
+    main()
