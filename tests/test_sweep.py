@@ -39,7 +39,7 @@ def test_grid_points_are_named_and_carry_their_arguments(tmp_path):
         ({"architecure": ["gla"]}, TINY, "key 'architecure' is not one of"),
         ({"output_dir": ["x"]}, TINY, "'output_dir' is set by the sweep"),
         ({"seed": []}, TINY, "grid.seed=[] must be a non-empty list"),
-        ({"lr": [1e-3, -1.0]}, TINY, "point lr=-1.0:"),
+        ({"batch_size": [16, 0]}, TINY, "point batch_size=0:"),
         ({"architecture": ["gpt9"]}, TINY, "point architecture=gpt9:"),
     ],
 )
