@@ -57,7 +57,9 @@ __all__ = [
     "list_tasks",
     "load_task",
     "register_family",
+    "check_task_request",
     "task_builder",
+    "task_config",
     "task_family",
     "task_option_fields",
     "unregister_family",
@@ -106,16 +108,56 @@ def task_builder(name: str, cache_dir: str | None = None, config_name: str | Non
     Args:
         name, cache_dir, config_name, **overrides: as for :func:`load_task`.
     """
-    entry = task_entry(name)
-    if entry.builder is None:
-        raise ValueError(f"task={name!r} is sampled online and has no datasets builder; train it with train.py")
+    entry, config_name = _builder_entry(name, config_name, overrides)
+    return entry.builder(config_name=config_name, cache_dir=cache_dir, **overrides)
+
+
+def task_config(name: str, config_name: str | None = None, **overrides):
+    """The validated builder config :func:`load_task` would use, without a builder: nothing touches the disk.
+
+    Args:
+        name, config_name, **overrides: as for :func:`load_task`.
+
+    Raises:
+        ValueError: as :func:`load_task`, naming the field, the value and what is allowed.
+    """
+    entry, config_name = _builder_entry(name, config_name, overrides)
+    return entry.builder.resolve_config(config_name, **overrides)
+
+
+def check_task_request(request: TaskRequest) -> None:
+    """Check a run's task options, training-set size and seed against the task's declared fields, before any work.
+
+    Builder tasks resolve their builder config (field types, ranges, non-empty splits); online tasks run their
+    entry's ``check_options``.
+
+    Raises:
+        ValueError: naming the field, the value and what is allowed.
+    """
+    entry = task_entry(request.task)
+    if entry.builder is not None:
+        task_config(request.task, **request.builder_overrides())
+        return
+    _check_option_names(request.task, entry, request.options)
+    if entry.check_options is not None:
+        entry.check_options(dict(request.options))
+
+
+def _check_option_names(name: str, entry: TaskEntry, overrides) -> None:
     for key in overrides:
         if key not in entry.option_fields:
             raise ValueError(
                 f"override {key!r} is not a field of task {name!r}; allowed: {', '.join(entry.option_fields)}"
             )
+
+
+def _builder_entry(name: str, config_name: str | None, overrides) -> tuple[TaskEntry, str]:
+    entry = task_entry(name)
+    if entry.builder is None:
+        raise ValueError(f"task={name!r} is sampled online and has no datasets builder; train it with train.py")
+    _check_option_names(name, entry, overrides)
     configs = [entry.config_name] if entry.config_name else [c.name for c in entry.builder.BUILDER_CONFIGS]
     config_name = config_name or entry.config_name or entry.builder.DEFAULT_CONFIG_NAME
     if config_name not in configs:
         raise ValueError(f"config_name={config_name!r} is not one of: {', '.join(configs)}")
-    return entry.builder(config_name=config_name, cache_dir=cache_dir, **overrides)
+    return entry, config_name

@@ -7,8 +7,12 @@ is made of, so the same mistake gives the same message in every task.
 
 from __future__ import annotations
 
+import copy
+
 import datasets
 import numpy as np
+
+from ..validation import check_field_values
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 """The splits every builder generates, in generation order."""
@@ -22,11 +26,49 @@ class ValidatedBuilder(datasets.GeneratorBasedBuilder):
     """
 
     validate_config = staticmethod(lambda config: None)
+    SPLIT_SIZE_FIELDS: tuple[str, ...] = ()
+    """Config fields that size a split: each must be >= 1, because `datasets` cannot store an empty split."""
 
-    def _create_builder_config(self, *args, **kwargs):
-        config, config_id = super()._create_builder_config(*args, **kwargs)
-        self.validate_config(config)
+    def _create_builder_config(self, config_name=None, custom_features=None, config_id=None, **config_kwargs):
+        check_field_values(self.BUILDER_CONFIG_CLASS, {k: v for k, v in config_kwargs.items() if v is not None})
+        config, config_id = super()._create_builder_config(config_name, custom_features, config_id, **config_kwargs)
+        self.check_config(config)
         return config, config_id
+
+    @classmethod
+    def check_config(cls, config) -> None:
+        """`validate_config`, then every split size >= 1; raises `ValueError` naming the field and the value."""
+        cls.validate_config(config)
+        for name in cls.SPLIT_SIZE_FIELDS:
+            value = getattr(config, name)
+            if value < 1:
+                raise ValueError(f"{name}={value!r} is not allowed: expected an integer >= 1 (a split cannot be empty)")
+
+    @classmethod
+    def resolve_config(cls, config_name: str | None = None, **overrides):
+        """The validated config a builder would use, without creating one (nothing touches the disk).
+
+        Args:
+            config_name: one of `BUILDER_CONFIGS` (default `DEFAULT_CONFIG_NAME`).
+            **overrides: config field overrides (`None` values are ignored, as `datasets` does).
+
+        Raises:
+            ValueError: an unknown config name or field, or a value its field does not allow.
+        """
+        named = {config.name: config for config in cls.BUILDER_CONFIGS}
+        config_name = config_name or cls.DEFAULT_CONFIG_NAME
+        if config_name not in named:
+            raise ValueError(f"config_name={config_name!r} is not one of: {', '.join(named)}")
+        config = copy.deepcopy(named[config_name])
+        overrides = {key: value for key, value in overrides.items() if value is not None}
+        for key in overrides:
+            if not hasattr(config, key):
+                raise ValueError(f"{key!r} is not a field of {type(config).__name__}")
+        check_field_values(type(config), overrides)
+        for key, value in overrides.items():
+            setattr(config, key, value)
+        cls.check_config(config)
+        return config
 
     def _split_generators(self, dl_manager):
         return [

@@ -241,6 +241,7 @@ class CopyingBuilder(RowBuilder):
     CITATION = CITATION
 
     validate_config = staticmethod(validate_config)  # runs before the cache directory is touched
+    SPLIT_SIZE_FIELDS = ("n_train", "n_validation", "n_per_length")
     iter_rows = staticmethod(iter_rows)
 
 

@@ -35,11 +35,14 @@ class TaskEntry:
         builder: the ``datasets.GeneratorBasedBuilder`` class generating it, or ``None`` for an online-only task.
         config_name: the builder config this task fixes, or ``None`` for a free choice (``config_name=``).
         option_fields: keyword overrides accepted by ``load_task(name, ...)`` / ``--task-option``.
+        check_options: online tasks: ``options dict -> None``, raising ``ValueError`` naming the field, the value and
+            what is allowed (run before any work; builder tasks are checked through their builder config instead).
     """
 
     builder: type | None
     config_name: str | None
     option_fields: tuple[str, ...]
+    check_options: Callable[[dict], None] | None = None
 
 
 @dataclasses.dataclass

@@ -8,6 +8,7 @@ would (P5 and Garg et al. train this way: a new task per sequence per step).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 
 import numpy as np
@@ -101,12 +102,18 @@ class StepCurriculum:
         """``"n_points=11:41:2:2000"`` -> ``StepCurriculum("n_points", 11, 41, 2, 2000)``."""
         field, _, spec = text.partition("=")
         parts = spec.split(":")
-        if not field or len(parts) != 4:
+        try:
+            if not field or len(parts) != 4 or not parts[3].strip().isdigit():
+                raise ValueError
+            numbers = [float(p) if any(c in p for c in ".eE") else int(p) for p in parts[:3]]
+            if not all(math.isfinite(n) for n in numbers):
+                raise ValueError
+        except ValueError:
             raise ValueError(
-                f"--curriculum {text!r} must look like FIELD=START:END:INCREMENT:EVERY, e.g. n_dims=5:20:1:2000"
-            )
-        numbers = [float(p) if any(c in p for c in ".e") else int(p) for p in parts]
-        return cls(field, *numbers[:3], int(numbers[3]))
+                f"--curriculum {text!r} must look like FIELD=START:END:INCREMENT:EVERY (numbers; EVERY an integer), "
+                "e.g. n_dims=5:20:1:2000"
+            ) from None
+        return cls(field, *numbers, int(parts[3]))
 
     def to_text(self) -> str:
         return f"{self.field}={self.start}:{self.end}:{self.increment}:{self.every}"

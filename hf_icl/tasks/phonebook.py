@@ -155,6 +155,7 @@ class PhonebookBuilder(RowBuilder):
     CITATION = CITATION
 
     validate_config = staticmethod(validate_config)
+    SPLIT_SIZE_FIELDS = ("n_train", "n_validation", "n_per_length")
     iter_rows = staticmethod(iter_rows)
 
 

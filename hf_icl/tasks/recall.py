@@ -210,6 +210,7 @@ class RecallBuilder(RowBuilder):
     DEFAULT_CONFIG_NAME = "associative_recall"
     CITATION = ZOOLOGY_CITATION
     validate_config = staticmethod(validate_config)
+    SPLIT_SIZE_FIELDS = ("n_train", "n_validation", "n_test")
     iter_rows = staticmethod(iter_rows)
 
     def _info(self) -> datasets.DatasetInfo:

@@ -151,6 +151,7 @@ class RegBenchBuilder(ValidatedBuilder):
         super().__init__(*args, **kwargs)
 
     validate_config = staticmethod(validate_config)  # runs before the cache directory is touched
+    SPLIT_SIZE_FIELDS = ("n_train", "n_validation", "n_test")
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(

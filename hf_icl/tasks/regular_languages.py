@@ -252,6 +252,7 @@ class RegularLanguageBuilder(ValidatedBuilder):
     DEFAULT_CONFIG_NAME = "parity_check"
 
     validate_config = staticmethod(validate_config)  # runs before the cache directory is touched
+    SPLIT_SIZE_FIELDS = ("n_train", "n_validation", "n_per_length")
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
