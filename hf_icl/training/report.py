@@ -1,4 +1,5 @@
-"""Run reports: `metrics.json` (machine-readable), `summary.md` (for people) and `training_curves.png`."""
+"""Run reports: `metrics.json` (machine-readable), `summary.md` (for people) and `training_curves.png`, each written
+atomically (a crash leaves the previous file, never half of one)."""
 
 from __future__ import annotations
 
@@ -9,9 +10,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..atomic_files import atomic_path, write_json_atomic, write_text_atomic  # noqa: E402
 from ..evaluation.length_sweep import draw_length_curve  # noqa: E402
 from ..evaluation.tables import markdown_table, metric_rows  # noqa: E402
-from .checkpoints import write_json_atomic  # noqa: E402
 
 
 def write_summary(path: Path, metrics: dict) -> None:
@@ -28,7 +29,7 @@ def write_summary(path: Path, metrics: dict) -> None:
         "",
         *markdown_table(metrics["test"]),
     ]
-    path.write_text("\n".join(lines) + "\n")
+    write_text_atomic(path, "\n".join(lines) + "\n")
 
 
 def plot_run(path: Path, metrics: dict) -> None:
@@ -53,7 +54,8 @@ def plot_run(path: Path, metrics: dict) -> None:
             ax_test.set_ylim(0, 1)
         ax_test.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=100)
     plt.close(fig)
 
 
@@ -63,4 +65,5 @@ def write_reports(output_dir: Path, metrics: dict, family=None) -> None:
     write_summary(output_dir / "summary.md", metrics)
     plot_run(output_dir / "training_curves.png", metrics)
     if family is not None and family.plot is not None:
-        family.plot(metrics["test"], output_dir / family.plot_name, f"{metrics['architecture']} on {metrics['task']}")
+        with atomic_path(output_dir / family.plot_name) as tmp:
+            family.plot(metrics["test"], tmp, f"{metrics['architecture']} on {metrics['task']}")
