@@ -6,21 +6,33 @@ YAML front matter lists each config's data files and whose prose is the dataset 
 
 A script declares one :class:`DatasetExport` (its configs, how to build one, its statistics, its card and its
 command-line overrides) and runs ``EXPORT.main()``; the argument parsing, the export loop and the push live here.
+
+Exporting into a folder that already holds configs of the same script merges: the new configs are added, the card is
+rewritten to list every config present (the overrides each was generated with are recorded in the card's
+``hf_icl_export`` field), and a config already there is regenerated only with ``--replace-configs``. Every value, the
+folder and the configs are checked before anything is generated; each config folder and the card are written
+atomically.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import dataclasses
+import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from ..atomic_files import write_folder_atomic, write_text_atomic
+from ..validation import CommandLineParser, flag_of, naming
 from .push import check_hub_reachable, push_folder
 
 SPLITS = ("train", "validation", "test")
+EXPORT_RECORD = "hf_icl_export"
+"""Card field: config name -> the overrides it was generated with (what a later merge needs to describe it)."""
 
 
 def data_file(config: str, split: str) -> str:
@@ -74,20 +86,18 @@ def render_readme(front: dict, body: str) -> str:
     return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
 
 
-def build_configs(make_builder: Callable, names: Iterable[str], statistics: Callable) -> tuple[dict, dict, dict]:
-    """Build every named config and describe each split.
+def build_configs(builders: Mapping[str, Any], statistics: Callable) -> tuple[dict, dict, dict]:
+    """Prepare every builder and describe each split.
 
     Args:
-        make_builder: `name -> GeneratorBasedBuilder` (not yet prepared).
-        names: the export's config names.
+        builders: config name -> `GeneratorBasedBuilder` (validated, not yet prepared).
         statistics: `split dataset -> dict` of card statistics.
 
     Returns:
         `(datasets by name, resolved builder configs by name, statistics by (name, split))`.
     """
     built, used, stats = {}, {}, {}
-    for name in names:
-        builder = make_builder(name)
+    for name, builder in builders.items():
         builder.download_and_prepare()
         built[name], used[name] = builder.as_dataset(), dataclasses.replace(builder.config)
         for split in SPLITS:
@@ -96,7 +106,7 @@ def build_configs(make_builder: Callable, names: Iterable[str], statistics: Call
 
 
 def write_folder(output: Path, datasets_by_config: Mapping, readme: str, splits=SPLITS) -> Path:
-    """Writes every config's splits as parquet, then the README.
+    """Writes every config's splits as parquet (each config folder replaced atomically), then the README atomically.
 
     Args:
         output: destination folder (created).
@@ -109,20 +119,79 @@ def write_folder(output: Path, datasets_by_config: Mapping, readme: str, splits=
     """
     output.mkdir(parents=True, exist_ok=True)
     for name, dataset in datasets_by_config.items():
-        (output / name).mkdir(exist_ok=True)
-        for split in splits:
-            dataset[split].to_parquet(str(output / data_file(name, split)))
-    (output / "README.md").write_text(readme, encoding="utf-8")
+
+        def write_config(folder: Path, dataset=dataset, name=name):
+            for split in splits:
+                dataset[split].to_parquet(str(folder / Path(data_file(name, split)).name))
+
+        write_folder_atomic(output / name, write_config)
+    write_text_atomic(output / "README.md", readme)
     return output
 
 
+def present_configs(output: Path, splits=SPLITS) -> list[str]:
+    """Configs whose every split file is in `output` (whatever the card says)."""
+    if not output.is_dir():
+        return []
+    return sorted(
+        p.name for p in output.iterdir()
+        if p.is_dir() and all((output / data_file(p.name, split)).is_file() for split in splits)
+    )
+
+
+def read_card(output: Path) -> tuple[dict | None, str]:
+    """`(front matter, body)` of `output/README.md`; `(None, "")` without a card with YAML front matter."""
+    try:
+        text = (output / "README.md").read_text(encoding="utf-8")
+        _, front, body = text.split("---\n", 2)
+        meta = yaml.safe_load(front)
+    except (OSError, UnicodeDecodeError, ValueError, yaml.YAMLError):
+        return None, ""
+    return (meta, body) if isinstance(meta, dict) else (None, "")
+
+
+def card_configs(front: dict | None) -> list[str]:
+    """Config names a card's ``configs:`` lists."""
+    entries = (front or {}).get("configs")
+    return [e["config_name"] for e in entries if isinstance(e, dict) and "config_name" in e] if isinstance(
+        entries, list
+    ) else []
+
+
+def recorded_overrides(front: dict | None, body: str, names: Iterable[str]) -> dict[str, dict]:
+    """The overrides each named config was generated with: the card's :data:`EXPORT_RECORD`, else (cards written
+    before it) the "with overrides {...}" note of the card's prose, else none."""
+    record = (front or {}).get(EXPORT_RECORD)
+    if isinstance(record, dict):
+        return {name: dict(record.get(name) or {}) for name in names}
+    legacy = {}
+    match = re.search(r", with overrides (\{[^\n]*?\})\.", body)
+    if match:
+        try:
+            legacy = ast.literal_eval(match.group(1))
+        except (ValueError, SyntaxError):
+            legacy = {}
+    return {name: dict(legacy) if isinstance(legacy, dict) else {} for name in names}
+
+
+def split_from_parquet(output: Path, config: str, split: str):
+    """One exported split read back into memory (a `datasets.Dataset`), for the statistics of a kept config."""
+    import datasets
+    import pyarrow.parquet as pq
+
+    return datasets.Dataset(datasets.table.InMemoryTable(pq.read_table(str(output / data_file(config, split)))))
+
+
 def add_export_arguments(parser: argparse.ArgumentParser) -> None:
-    """Adds ``--output``, ``--cache-dir``, ``--push-to-hub`` and ``--private`` to an export script's parser.
+    """Adds ``--output``, ``--replace-configs``, ``--cache-dir``, ``--push-to-hub`` and ``--private``.
 
     Args:
         parser: the script's parser.
     """
-    parser.add_argument("--output", required=True, type=Path, help="destination folder")
+    parser.add_argument("--output", required=True, type=Path, help="destination folder (new, empty, or an export "
+                        "of this script: the configs are merged into it)")
+    parser.add_argument("--replace-configs", action="store_true",
+                        help="regenerate configs that the output folder already holds (otherwise refused)")
     parser.add_argument("--cache-dir", help="datasets cache directory")
     parser.add_argument("--push-to-hub", metavar="REPO", help="upload the folder to this dataset repo")
     parser.add_argument("--private", action="store_true", help="create the Hub repo as private")
@@ -180,29 +249,106 @@ class DatasetExport:
     overrides: Mapping[str, type]
     description: str = ""
 
-    def export(self, output: Path, configs: Iterable[str], overrides: Mapping, cache_dir: str | None = None) -> Path:
-        """Generates every named config and writes the Hub-layout folder.
+    def check(
+        self, output: Path, configs: Iterable[str], overrides: Mapping, cache_dir: str | None = None,
+        replace: bool = False,
+    ) -> dict:
+        """Everything before generation: the override values (every config's builder is created, which validates
+        its config, but not prepared), the output folder and the configs already in it.
+
+        Returns:
+            Config name -> its validated builder, for :meth:`export`.
+
+        Raises:
+            ValueError: naming the argument (`--n-train`, `--output`, `--configs`, ...), the value and what is
+                allowed; nothing has been written.
+        """
+        output = Path(output)
+        if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
+            raise ValueError(f"argument --cache-dir: {str(cache_dir)!r} is a file, not a folder")
+        flags = {field: flag_of(field) for field in overrides}
+        builders = {}
+        with naming(next(iter(flags.values()), "--configs"), flags):
+            for name in dict.fromkeys(configs):
+                builders[name] = self.make_builder(name, dict(overrides), cache_dir)
+        self.check_output(output, list(builders), replace)
+        return builders
+
+    def check_output(self, output: Path, configs: list[str], replace: bool) -> None:
+        """Refuse a file, a non-empty folder that is not an export of this script, or configs already in it
+        (unless `replace`)."""
+        if output.exists() and not output.is_dir():
+            raise ValueError(f"argument --output: {str(output)!r} is a file, not a folder")
+        if not output.is_dir() or not any(output.iterdir()):
+            return
+        front, _ = read_card(output)
+        foreign_card = (output / "README.md").exists() and front is None
+        if foreign_card or not (present_configs(output) or card_configs(front)):
+            raise ValueError(
+                f"argument --output: {output} is not empty and holds no dataset export (a README.md card listing "
+                "configs, <config>/<split> parquet files); nothing was changed: choose a new or empty folder"
+            )
+        there = set(present_configs(output)) | set(card_configs(front))
+        foreign = sorted(there - set(self.configs))
+        if foreign:
+            raise ValueError(
+                f"argument --output: {output} holds configs this script does not export ({', '.join(foreign)}); "
+                "nothing was changed: choose another folder"
+            )
+        clash = [name for name in configs if name in there]
+        if clash and not replace:
+            raise ValueError(
+                f"argument --configs: {', '.join(clash)} already exist in {output}; pass --replace-configs to "
+                "regenerate them, or leave them out (the other configs are merged in)"
+            )
+
+    def export(
+        self, output: Path, configs: Iterable[str], overrides: Mapping, cache_dir: str | None = None,
+        replace: bool = False, builders: Mapping | None = None,
+    ) -> Path:
+        """Generates every named config and writes them into the Hub-layout folder, merging with the configs there.
 
         Args:
             output: destination folder (created).
             configs: config names to export.
             overrides: config field overrides (see :attr:`make_builder`).
             cache_dir: ``datasets`` cache directory.
+            replace: regenerate configs the folder already holds (otherwise :meth:`check` refuses them).
+            builders: the answer of :meth:`check` (checked again when not given).
 
         Returns:
             The output folder.
         """
-        overrides = dict(overrides)
-        built, used, stats = build_configs(
-            lambda name: self.make_builder(name, overrides, cache_dir), configs, self.statistics
+        output, overrides = Path(output), dict(overrides)
+        builders = builders if builders is not None else self.check(output, configs, overrides, cache_dir, replace)
+        built, used, stats = build_configs(builders, self.statistics)
+        front, body = read_card(output)
+        kept = [name for name in present_configs(output) if name not in built]
+        record = {**recorded_overrides(front, body, kept), **{name: overrides for name in built}}
+        for name in kept:  # described from the card's record and the files themselves
+            try:
+                used[name] = dataclasses.replace(self.make_builder(name, record[name], cache_dir).config)
+            except ValueError:
+                used[name] = dataclasses.replace(self.make_builder(name, {}, cache_dir).config)
+                record[name] = {}
+            for split in SPLITS:
+                stats[(name, split)] = self.statistics(split_from_parquet(output, name, split))
+        order = [name for name in self.configs if name in used]
+        default = self.default_config if self.default_config in used else order[0]
+        front = front_matter(order, default, **self.card_metadata, **{EXPORT_RECORD: {n: record[n] for n in order}})
+        distinct = {repr(sorted(record[n].items())) for n in order}
+        note = overrides if len(distinct) == 1 else {name: record[name] for name in order if record[name]}
+        body = self.render_body(
+            {name: used[name] for name in order},
+            {(name, split): stats[(name, split)] for name in order for split in SPLITS},
+            note,
         )
-        default = self.default_config if self.default_config in used else next(iter(used))
-        front = front_matter(used, default, **self.card_metadata)
-        return write_folder(output, built, render_readme(front, self.render_body(used, stats, overrides)))
+        return write_folder(output, built, render_readme(front, body))
 
     def parser(self) -> argparse.ArgumentParser:
-        """``--output``, ``--configs``, one option per override, ``--cache-dir``, ``--push-to-hub``, ``--private``."""
-        parser = argparse.ArgumentParser(
+        """``--output``, ``--configs``, one option per override, ``--replace-configs``, ``--cache-dir``,
+        ``--push-to-hub``, ``--private``."""
+        parser = CommandLineParser(
             description=self.description, formatter_class=argparse.RawDescriptionHelpFormatter
         )
         add_export_arguments(parser)
@@ -224,6 +370,20 @@ class DatasetExport:
         Returns:
             The output folder.
         """
-        args = self.parser().parse_args(argv)
+        parser = self.parser()
+        args = parser.parse_args(argv)
         overrides = {field: getattr(args, field) for field in self.overrides if getattr(args, field) is not None}
-        return run_export(args, lambda: self.export(args.output, args.configs, overrides, args.cache_dir))
+        configs = list(dict.fromkeys(args.configs))
+        try:
+            builders = self.check(args.output, configs, overrides, args.cache_dir, args.replace_configs)
+            if args.push_to_hub is not None:
+                from huggingface_hub.utils import validate_repo_id
+
+                with naming("--push-to-hub"):
+                    validate_repo_id(args.push_to_hub)
+                check_hub_reachable()
+        except (ValueError, OSError) as err:  # OSError: the Hub unreachable (ConnectionError)
+            parser.fail(err)
+        return run_export(
+            args, lambda: self.export(args.output, configs, overrides, args.cache_dir, args.replace_configs, builders)
+        )
