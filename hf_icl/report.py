@@ -15,11 +15,11 @@ folders), puts each measured number beside the papers' (`hf_icl/reporting/paper_
 
 from __future__ import annotations
 
-import argparse
 import shutil
 from pathlib import Path
 
 from .reporting import build_report, find_runs
+from .validation import CommandLineParser
 
 
 def collect(run_paths: list[str], destination: Path) -> int:
@@ -34,12 +34,23 @@ def collect(run_paths: list[str], destination: Path) -> int:
     return len(records)
 
 
-def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m hf_icl.report", description=__doc__.split("\n\n")[0])
+def build_parser() -> CommandLineParser:
+    parser = CommandLineParser(prog="python -m hf_icl.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="run folders, or folders holding run folders at any depth")
     parser.add_argument("--output", required=True, type=Path, help="folder for REPORT.md, REPORT.html and figures")
     parser.add_argument("--collect", type=Path, metavar="RUNS_DIR", help="copy the runs' metrics here first")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = build_parser()
     args = parser.parse_args(argv)
+    for flag, folder in (("--output", args.output), ("--collect", args.collect)):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            parser.fail(f"argument {flag}: {str(folder)!r} is a file, not a folder")
+    missing = [path for path in args.runs if not Path(path).exists()]
+    if missing:
+        parser.fail(f"argument runs: {missing[0]}: no metrics.json here or below (it does not exist)")
     try:
         sources = [str(p) for p in args.runs]
         if args.collect:
@@ -48,7 +59,7 @@ def main(argv: list[str] | None = None) -> dict:
         command = f"python -m hf_icl.report {' '.join(sources)} --output {args.output}"
         counts = build_report(sources, args.output, command)
     except (FileNotFoundError, ValueError) as err:
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
+        parser.fail(err)
     print(f"wrote {args.output / 'REPORT.md'} and REPORT.html from {counts['runs']} runs")
     return counts
 

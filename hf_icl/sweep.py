@@ -33,7 +33,6 @@ launcher) are the optional extra `pip install hf-icl[sweep]`. `python -m hf_icl.
 
 from __future__ import annotations
 
-import argparse
 import copy
 import itertools
 import json
@@ -50,6 +49,7 @@ import yaml
 
 from .training.arguments import RunArguments, parse_args, parse_ngram_heads
 from .training.checkpoints import latest_checkpoint
+from .validation import CommandLineParser, check_field_values, naming
 
 SPEC_KEYS = ("output_root", "base", "grid", "accelerate", "launcher")
 LAUNCHERS = ("local", "ray", "submitit")
@@ -78,12 +78,21 @@ class Point:
 
 def load_spec(path: str | Path) -> SweepSpec:
     """Read and check SPEC.yaml; errors name the key, the value and what is allowed."""
-    raw = yaml.safe_load(Path(path).read_text()) or {}
+    if not Path(path).is_file():
+        raise ValueError(f"argument spec: {str(path)!r} is not a file")
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ValueError(f"argument spec: {str(path)!r} is not valid YAML ({err})") from None
+    if not isinstance(raw, dict):
+        raise ValueError(f"argument spec: {str(path)!r} holds a {type(raw).__name__}, expected a mapping of "
+                         f"{', '.join(SPEC_KEYS)}")
     unknown = sorted(set(raw) - set(SPEC_KEYS))
     if unknown:
         raise ValueError(f"{path}: key {unknown[0]!r} is not one of: {', '.join(SPEC_KEYS)}")
     if not raw.get("output_root"):
         raise ValueError(f"{path}: output_root is missing (the folder that holds one run folder per point)")
+    check_field_values(SweepSpec, raw, f"{path}:")
     spec = SweepSpec(**raw)
     for key in [*spec.base, *spec.grid]:
         check_key(key)
@@ -153,8 +162,9 @@ def check_points(points: list[Point]) -> None:
             config.write_text(yaml.safe_dump({k: v for k, v in point.arguments.items() if k != "output_dir"}))
             try:
                 parse_args(["--config", str(config)])
-            except ValueError as err:
-                raise ValueError(f"point {point.name}: {err}") from None
+            except ValueError as err:  # named by the spec's point, not by the temporary --config file
+                message = str(err).removeprefix("argument --config: ")
+                raise ValueError(f"argument spec: point {point.name}: {message}") from None
             except SystemExit:
                 raise ValueError(f"point {point.name}: train.py rejected its arguments (message above)") from None
 
@@ -244,14 +254,20 @@ def run_sweep(spec: SweepSpec, launcher: str = "local") -> list[dict]:
     return [results[p.name] for p in points]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m hf_icl.sweep", description=__doc__.split("\n\n")[0])
+def build_parser() -> CommandLineParser:
+    parser = CommandLineParser(prog="python -m hf_icl.sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", help="SPEC.yaml (see the module docstring)")
     parser.add_argument("--launcher", choices=LAUNCHERS, default="local", help="where the points run")
     parser.add_argument("--dry-run", action="store_true", help="print every point and its command, run nothing")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        spec = load_spec(args.spec)
+        with naming("spec"):
+            spec = load_spec(args.spec)
         if args.dry_run:
             points = expand(spec)
             check_points(points)
@@ -262,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         results = run_sweep(spec, args.launcher)
     except (ValueError, OSError) as err:
-        parser.exit(2, f"{parser.prog}: error: {err}\n")
+        parser.fail(err)
     print("\n| point | status | seconds |\n|---|---|---|")
     for result in results:
         print(f"| {result['name']} | {result['status']} | {result['seconds']} |")

@@ -5,25 +5,35 @@ from __future__ import annotations
 import argparse
 import importlib
 
+from ..validation import CommandLineParser
+
 COMMANDS: dict[str, str] = {
     "slowfast": "hf_icl.analysis.slowfast",  # P3: ⟨y⟩ → (a, b) fit, n_i·n_j blocks, y-model vs folded vs baseline
 }
-"""Command name -> module with `DESCRIPTION`, `add_arguments(parser)` and `run(args)`; add an analysis here."""
+"""Command name -> module with `DESCRIPTION`, `add_arguments(parser)`, `run(args)` and optionally
+`check_arguments(args)` (raises `ValueError` naming the argument, before any work); add an analysis here."""
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m hf_icl.analysis", description=__doc__)
+    parser = CommandLineParser(prog="python -m hf_icl.analysis", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
         sub = commands.add_parser(name, help=module.DESCRIPTION.splitlines()[0], description=module.DESCRIPTION)
         module.add_arguments(sub)
-        sub.set_defaults(run=module.run)
+        sub.set_defaults(run=module.run, check=getattr(module, "check_arguments", None))
     return parser
 
 
 def main(argv: list[str] | None = None) -> dict:
-    args = build_parser().parse_args(argv)
+    """Entry point: parse, check every argument (status 2 and one line on a bad one), run the analysis."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.check is not None:
+        try:
+            args.check(args)
+        except (ValueError, OSError) as err:
+            parser.fail(f"{args.command}: {err}")
     return args.run(args)
 
 

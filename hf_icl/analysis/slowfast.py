@@ -30,6 +30,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from ..evaluation.icl_arithmetic_eval import digit_hits, encode_texts, least_squares_hits, summarise
 from ..tasks import task_builder
 from ..tasks.icl_arithmetic import ICLArithmeticConfig
+from ..validation import POSITIVE_INT, SEED, Limit, check_limits
 
 DESCRIPTION = """P3 slow/fast analyses on ICL arithmetic: (a, b) from ⟨y⟩ with R², n_i·n_j blocks, specialised accuracy.
 
@@ -106,6 +107,25 @@ def specialised_hits(model, segments, frozen, count: int) -> tuple[torch.Tensor,
         largest = max(largest, float((folded - reference).abs().max()))
         hits[i, 1:] = folded[0, :-1].argmax(-1) == segments[i, 1:]
     return hits, largest
+
+
+LIMITS = {
+    "n_rows": POSITIVE_INT,
+    "n_folded": POSITIVE_INT,
+    "seed": SEED,
+    "threads": Limit(int, low=1, high=1024),
+}
+"""The allowed range of every numeric argument."""
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """Every argument before any model is loaded: the ranges, the model folders and the output folder."""
+    check_limits(args, LIMITS)
+    for flag, folder in (("--checkpoint", args.checkpoint), ("--baseline", args.baseline)):
+        if folder is not None and not (folder / "config.json").is_file():
+            raise ValueError(f"argument {flag}: {str(folder)!r} has no config.json (expected a save_pretrained folder)")
+    if args.output.exists() and not args.output.is_dir():
+        raise ValueError(f"argument --output: {str(args.output)!r} is a file, not a folder")
 
 
 def run(args: argparse.Namespace) -> dict:
