@@ -114,7 +114,8 @@ class ICLConfig(PreTrainedConfig):
             negative m counts from the output), or instead of layer m with `"replace": True`.
         ngram_shift (`int`): `shift_step` of the n-gram heads (P1 Figure 7): read the token this far after a match.
         norm (`str`): `layernorm` or `rmsnorm`.
-        hidden_act (`str`): activation of the MLP.
+        hidden_act (`str`): activation of the MLP; `gelu_pytorch_tanh` is GPT-2's tanh GELU as one fused kernel
+            (`gelu_new`, the same function in Python ops, is 7× slower on CPU).
         layer_norm_epsilon (`float`): epsilon of the norms.
         dropout (`float`): dropout on embeddings and residual branches.
         attention_dropout (`float`): dropout on attention probabilities.
@@ -156,7 +157,7 @@ class ICLConfig(PreTrainedConfig):
     ngram_heads: list[dict] | None = None
     ngram_shift: int = 1
     norm: str = "layernorm"
-    hidden_act: str = "gelu_new"
+    hidden_act: str = "gelu_pytorch_tanh"
     layer_norm_epsilon: float = 1e-5
     dropout: float = 0.0
     attention_dropout: float = 0.0

@@ -26,4 +26,4 @@ class ICLLinearTransformerConfig(ICLConfig):
     position_embedding: str = "learned"
     ffn: str = "mlp"
     norm: str = "layernorm"
-    hidden_act: str = "gelu_new"
+    hidden_act: str = "gelu_pytorch_tanh"

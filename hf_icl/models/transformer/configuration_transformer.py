@@ -27,4 +27,4 @@ class ICLTransformerConfig(ICLConfig):
     position_embedding: str = "learned"
     ffn: str = "mlp"
     norm: str = "layernorm"
-    hidden_act: str = "gelu_new"
+    hidden_act: str = "gelu_pytorch_tanh"
