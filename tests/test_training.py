@@ -117,8 +117,8 @@ def test_two_process_ddp_ends_with_identical_weights(tmp_path):
         (["--bogus-flag"], "unrecognized arguments: --bogus-flag"),
         (["--preset", "giant"], "preset='giant' is not one of"),
         (["--override", "hidden_siz=3"], "config field 'hidden_siz' is not a field"),
-        (["--task-option", "n_states=3"], "--task-option 'n_states' is not one of"),
-        (["--batch-size", "0"], "batch_size=0 must be"),
+        (["--task-option", "n_states=3"], "argument --task-option: 'n_states' is not one of"),
+        (["--batch-size", "0"], "argument --batch-size: batch_size=0 is not allowed: expected an integer >= 1"),
         (["--report-to", "wandb"], "invalid choice: 'wandb'"),
     ],
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import json
+import functools
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -11,8 +11,22 @@ import yaml
 
 from ..modeling.configuration import check_choice
 from ..models import ARCHITECTURES, list_architectures
-from ..tasks import family_of, list_tasks, task_entry, task_option_fields
+from ..tasks import TaskRequest, check_task_request, family_of, list_tasks, task_entry, task_option_fields
 from ..tasks.online import StepCurriculum
+from ..validation import (
+    FRACTION,
+    NON_NEGATIVE_NUMBER,
+    OPTIONAL_POSITIVE_INT,
+    POSITIVE_INT,
+    POSITIVE_NUMBER,
+    SEED,
+    CommandLineParser,
+    Limit,
+    check_field_values,
+    check_limits,
+    key_value,
+    naming,
+)
 
 REPORT_TO = ("tensorboard", "trackio", "none")
 
@@ -79,14 +93,35 @@ class RunArguments:
         return [StepCurriculum.parse(text) for text in self.curriculum]
 
 
-def _parse_override(text: str) -> tuple[str, object]:
-    if "=" not in text:
-        raise argparse.ArgumentTypeError(f"--override {text!r} must look like FIELD=VALUE, e.g. hidden_size=256")
-    key, value = text.split("=", 1)
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
+RUN_LIMITS: dict[str, Limit] = {
+    "n_train": OPTIONAL_POSITIVE_INT,
+    "task_seed": SEED,
+    "lr": POSITIVE_NUMBER,
+    "min_lr": NON_NEGATIVE_NUMBER,
+    "warmup_start_lr": NON_NEGATIVE_NUMBER,
+    "warmup_ratio": FRACTION,
+    "warmup_steps": Limit(int, low=0, optional=True),
+    "weight_decay": NON_NEGATIVE_NUMBER,
+    "adam_beta2": FRACTION,
+    "grad_clip": NON_NEGATIVE_NUMBER,
+    "epochs": POSITIVE_NUMBER,
+    "max_steps": OPTIONAL_POSITIVE_INT,
+    "batch_size": POSITIVE_INT,
+    "gradient_accumulation_steps": POSITIVE_INT,
+    "seed": SEED,
+    "threads": Limit(int, low=1, high=1024, optional=True),
+    "checkpoint_every": POSITIVE_INT,
+    "keep_checkpoints": POSITIVE_INT,
+    "log_every": POSITIVE_INT,
+    "eval_batch_size": POSITIVE_INT,
+}
+"""The allowed range of every numeric run argument, whatever its source (command line, `--config`, family defaults
+and presets). A new numeric field needs an entry here (`tests/test_cli_fuzz.py` checks)."""
+RUN_CHOICES: dict[str, tuple[str, ...]] = {
+    "report_to": REPORT_TO,
+}
+"""The allowed values of every enumerated run argument besides `architecture`, `task` and the presets."""
+_FIELD_DESTS = {"overrides": "override", "task_options": "task_option", "aux_loss_weights": "aux_loss_weight"}
 
 
 def parse_ngram_heads(text: str) -> list[dict]:
@@ -111,10 +146,9 @@ def parse_ngram_heads(text: str) -> list[dict]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandLineParser(
         prog="train.py",
         description="Train an hf_icl architecture on an ICL task with Accelerate, then evaluate it.",
-        allow_abbrev=False,
     )
     parser.add_argument("--config", help="YAML file of RunArguments fields; command-line flags override it")
     parser.add_argument("--architecture", choices=list_architectures(), help="architecture name")
@@ -126,14 +160,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--override",
         action="append",
-        type=_parse_override,
+        type=key_value("--override", "hidden_size=256"),
         metavar="FIELD=VALUE",
         help="model config override, repeatable (e.g. --override num_hidden_layers=8)",
     )
     parser.add_argument(
         "--task-option",
         action="append",
-        type=_parse_override,
+        type=key_value("--task-option", "n_test=100"),
         metavar="FIELD=VALUE",
         help="task generator override, repeatable (e.g. --task-option n_test=100)",
     )
@@ -178,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--aux-loss-weight",
         action="append",
-        type=_parse_override,
+        type=key_value("--aux-loss-weight", "load_balance=0.01"),
         metavar="NAME=WEIGHT",
         help="weight of a named auxiliary loss the model reports (default 1.0), repeatable",
     )
@@ -221,59 +255,105 @@ def parse_args(argv: list[str] | None = None) -> RunArguments:
 
 def task_defaults(task: str, preset: str | None) -> dict:
     """The run-argument defaults of `task`'s family, with its named `preset` on top."""
-    check_choice("task", task, list_tasks())
+    with naming("--task"):
+        check_choice("task", task, list_tasks())
     family = family_of(task)
     values = dict(family.run_defaults)
     if preset is not None:
-        check_choice("task_preset", preset, sorted(family.presets))
+        with naming("--task-preset"):
+            check_choice("task_preset", preset, sorted(family.presets))
         values.update(family.presets[preset])
     return values
 
 
 def load_yaml_config(path: Path) -> dict:
+    """The `RunArguments` fields of a YAML file, type-checked; errors name `--config`, the field and the value."""
     if not path.is_file():
-        raise ValueError(f"--config {path} does not exist")
-    values = yaml.safe_load(path.read_text()) or {}
+        raise ValueError(f"argument --config: {str(path)!r} is not a file")
+    try:
+        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as err:
+        raise ValueError(f"argument --config: {str(path)!r} is not valid YAML ({err})") from None
+    values = {} if values is None else values
+    if not isinstance(values, dict):
+        raise ValueError(f"argument --config: {str(path)!r} holds a {type(values).__name__}, expected a mapping of "
+                         "RunArguments fields")
     known = {f.name for f in fields(RunArguments)}
     for key in values:
         if key not in known:
-            raise ValueError(f"--config field {key!r} is not one of: {', '.join(sorted(known))}")
+            raise ValueError(f"argument --config: field {key!r} is not one of: {', '.join(sorted(known))}")
+    with naming("--config"):
+        check_field_values(RunArguments, values)
+    ranged = [name for name in values if name in RUN_LIMITS]
+    check_limits(values, {name: RUN_LIMITS[name] for name in ranged}, dict.fromkeys(ranged, "--config"))
     return values
 
 
+def flag_of_field(name: str) -> str:
+    """The command-line flag of a `RunArguments` field (`--config` for the fields only a config file sets)."""
+    return _flags_by_dest().get(_FIELD_DESTS.get(name, name), "--config")
+
+
+@functools.cache
+def _flags_by_dest() -> dict[str, str]:
+    return {action.dest: action.option_strings[0] for action in build_parser()._actions if action.option_strings}
+
+
 def validate(args: RunArguments) -> None:
+    """Check every run argument before any work; the first bad one raises `ValueError("argument --flag: ...")`.
+
+    Types first (a `--config` file can hold anything), then choices, the ranges of :data:`RUN_LIMITS`, the model
+    config with its overrides, and the task options against the task's builder config (types, ranges, non-empty
+    splits) or its declared option check.
+    """
+    from huggingface_hub.utils import validate_repo_id
+
     from ..models import config_for
 
-    check_choice("architecture", args.architecture, list_architectures())
-    check_choice("task", args.task, list_tasks())
-    check_choice("report_to", args.report_to, REPORT_TO)
-    check_choice("preset", args.preset, sorted(ARCHITECTURES[args.architecture].presets))
-    positive = ("n_train", "batch_size", "gradient_accumulation_steps", "checkpoint_every", "eval_batch_size")
-    positive += ("log_every",)
-    for name in positive:
-        if getattr(args, name) is not None and getattr(args, name) < 1:
-            raise ValueError(f"{name}={getattr(args, name)} must be ≥ 1")
-    if args.epochs <= 0 and not args.max_steps:
-        raise ValueError(f"epochs={args.epochs} must be > 0")
-    if args.max_steps is not None and args.max_steps < 1:
-        raise ValueError(f"max_steps={args.max_steps} must be ≥ 1")
-    if args.warmup_steps is not None and args.warmup_steps < 0:
-        raise ValueError(f"warmup_steps={args.warmup_steps} must be ≥ 0")
+    defaults = RunArguments()
+    for name, value in args.to_dict().items():
+        with naming(flag_of_field(name)):
+            check_field_values(RunArguments, {name: value})
+    for name, allowed in {"architecture": list_architectures(), "task": list_tasks(), **RUN_CHOICES}.items():
+        value = getattr(args, name)
+        if not (value is None and getattr(defaults, name) is None):
+            with naming(flag_of_field(name)):
+                check_choice(name, value, allowed)
+    with naming("--preset"):
+        check_choice("preset", args.preset, sorted(ARCHITECTURES[args.architecture].presets))
+    check_limits(args, RUN_LIMITS, {name: flag_of_field(name) for name in RUN_LIMITS})
+    if args.min_lr > args.lr:
+        raise ValueError(f"argument --min-lr: min_lr={args.min_lr!r} is not allowed: expected a number <= lr={args.lr}")
     for name, weight in args.aux_loss_weights.items():
-        if not isinstance(weight, (int, float)) or isinstance(weight, bool):
-            raise ValueError(f"aux_loss_weights[{name!r}]={weight!r} must be a number")
-    args.curricula()  # malformed curricula fail here
-    if task_entry(args.task).builder is None and not args.max_steps:
-        raise ValueError(f"task={args.task!r} is sampled online (no epochs): pass --max-steps")
-    if not 0 <= args.warmup_ratio < 1:
-        raise ValueError(f"warmup_ratio={args.warmup_ratio} must be in [0, 1)")
+        NON_NEGATIVE_NUMBER.check(f"aux_loss_weights[{name!r}]", weight, "--aux-loss-weight")
+    entry = task_entry(args.task)
+    if entry.builder is None and not args.max_steps:
+        raise ValueError(f"argument --max-steps: task={args.task!r} is sampled online (no epochs): pass --max-steps")
+    with naming("--curriculum"):
+        for curriculum in args.curricula():
+            if entry.builder is not None:
+                raise ValueError(f"curricula change an online sampler's parameters; task {args.task!r} is a dataset")
+            if curriculum.field not in entry.option_fields:
+                raise ValueError(
+                    f"field {curriculum.field!r} is not one of the options of task {args.task!r}: "
+                    f"{', '.join(entry.option_fields)}"
+                )
     if args.resume and args.overwrite:
-        raise ValueError("--resume and --overwrite exclude each other")
-    config_for(args.architecture, args.preset, **args.overrides)  # unknown or invalid fields fail here
-    allowed = task_option_fields(args.task)
-    options = [key for key in allowed if key not in ("n_train", "seed")]
+        raise ValueError("argument --overwrite: --resume and --overwrite exclude each other")
+    if args.push_to_hub is not None:
+        with naming("--push-to-hub"):
+            validate_repo_id(args.push_to_hub)
+    with naming("--override", {"ngram_heads": "--ngram-heads"}):
+        try:
+            config_for(args.architecture, args.preset, **args.overrides)  # unknown or invalid fields fail here
+        except (TypeError, ArithmeticError) as err:  # a value the config's own checks do not cover
+            raise ValueError(f"overrides {args.overrides} give no valid config ({type(err).__name__}: {err})") from None
+    options = [key for key in task_option_fields(args.task) if key not in ("n_train", "seed")]
     for key in args.task_options:
         if key not in options:
             raise ValueError(
-                f"--task-option {key!r} is not one of: {', '.join(options)} (use --n-train and --task-seed for those)"
+                f"argument --task-option: {key!r} is not one of: {', '.join(options)} "
+                "(use --n-train and --task-seed for those)"
             )
+    with naming("--task-option", {"n_train": "--n-train", "seed": "--task-seed"}):
+        check_task_request(TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options)))

@@ -1,4 +1,12 @@
-"""Atomic checkpoints and run-folder safety: nothing already on disk is replaced without being asked."""
+"""Atomic checkpoints and run-folder safety: nothing already on disk is replaced without being asked.
+
+- A run folder is recognised by its marker, `hf_icl_run.json` (written before any other output; older runs by their
+  `metrics.json` or checkpoints). `--overwrite` deletes the entries a run writes (:func:`run_outputs`) and nothing
+  else; a non-empty folder that is not a run is refused.
+- `--resume` refuses a run whose saved settings differ in a field of :data:`RESUME_FIELDS`, skips checkpoints whose
+  files are damaged (:func:`checkpoint_problem`), and :func:`load_checkpoint` falls back from the newest checkpoint
+  to the previous complete one when loading fails.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +15,46 @@ import os
 import shutil
 from pathlib import Path
 
+from ..atomic_files import write_folder_atomic, write_json_atomic  # noqa: F401 (re-exported)
+from ..validation import one_line
+
 CHECKPOINT_PREFIX = "step_"
 STATE_FILE = "trainer_state.json"
+RUN_MARKER = "hf_icl_run.json"
+RUN_OUTPUTS: tuple[str, ...] = (
+    RUN_MARKER, "checkpoints", "model", "metrics.json", "summary.md", "training_curves.png", "hf_icl",
+)
+"""Top-level entries a run writes (`hf_icl` holds TensorBoard logs), besides its task family's plot; a new report file
+must be added here, or `--overwrite` will leave it behind."""
+RESUME_FIELDS: tuple[str, ...] = (
+    "architecture", "preset", "overrides", "task", "n_train", "task_seed", "task_options", "train_on_delimiter",
+)
+"""Run arguments a resumed run must share with the saved run: they fix the model's shape and the data."""
+
+
+class ResumeError(RuntimeError):
+    """No checkpoint of the run can be loaded."""
 
 
 def checkpoint_dir(output_dir: Path) -> Path:
     return output_dir / "checkpoints"
 
 
-def latest_checkpoint(output_dir: Path) -> Path | None:
-    """The completed checkpoint with the highest step, or `None`. Half-written ones (`.tmp-*`) are ignored."""
+def completed_checkpoints(output_dir: Path) -> list[Path]:
+    """Completed checkpoints, newest first. Half-written ones (`.tmp-*`) are ignored."""
     root = checkpoint_dir(output_dir)
     if not root.is_dir():
-        return None
-    done = [p for p in root.glob(f"{CHECKPOINT_PREFIX}*") if (p / STATE_FILE).is_file()]
-    return max(done, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX) :]), default=None)
+        return []
+    done = [
+        p for p in root.glob(f"{CHECKPOINT_PREFIX}*")
+        if (p / STATE_FILE).is_file() and p.name[len(CHECKPOINT_PREFIX) :].isdigit()
+    ]
+    return sorted(done, key=lambda p: int(p.name[len(CHECKPOINT_PREFIX) :]), reverse=True)
+
+
+def latest_checkpoint(output_dir: Path) -> Path | None:
+    """The completed checkpoint with the highest step, or `None`."""
+    return next(iter(completed_checkpoints(output_dir)), None)
 
 
 def save_checkpoint(accelerator, output_dir: Path, step: int, trainer_state: dict, keep: int) -> Path:
@@ -61,41 +94,191 @@ def load_trainer_state(checkpoint: Path) -> dict:
     return json.loads((checkpoint / STATE_FILE).read_text())
 
 
-def write_json_atomic(path: Path, payload) -> None:
-    tmp = path.with_name(f".tmp-{path.name}")
-    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, path)
+def checkpoint_problem(checkpoint: Path) -> str | None:
+    """What makes a checkpoint unloadable, found without loading it (a damaged state file or weights), else `None`."""
+    from safetensors import safe_open
+
+    try:
+        state = load_trainer_state(checkpoint)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        return f"{STATE_FILE} is unreadable ({type(err).__name__}: {one_line(err)[:120]})"
+    if not isinstance(state, dict) or not isinstance(state.get("global_step"), int):
+        return f"{STATE_FILE} has no integer global_step"
+    for weights in sorted(checkpoint.glob("*.safetensors")):
+        try:
+            with safe_open(str(weights), "pt"):
+                pass
+        except Exception as err:  # safetensors raises its own error type for truncated or garbled files
+            return f"{weights.name} is damaged ({one_line(err)[:120]})"
+    for name in sorted(p.name for p in checkpoint.iterdir() if p.suffix in (".bin", ".pkl", ".pt")):
+        if (checkpoint / name).stat().st_size == 0:
+            return f"{name} is empty"
+    return None
 
 
-def write_folder_atomic(final: Path, write) -> None:
-    """Call `write(tmp_folder)`, then move it into place as `final` (replacing an older one only at the end)."""
-    tmp = final.with_name(f".tmp-{final.name}")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    write(tmp)
-    old = final.with_name(f".old-{final.name}")
-    if final.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.replace(final, old)
-    os.replace(tmp, final)
-    shutil.rmtree(old, ignore_errors=True)
+def load_checkpoint(accelerator, candidates: list[Path]) -> tuple[Path, dict]:
+    """Load the newest of `candidates` that loads on every process, falling back to older ones and saying so.
 
+    Args:
+        accelerator: the run's `Accelerator`, after `prepare` (every process must call this).
+        candidates: completed checkpoints, newest first.
 
-def prepare_output_dir(output_dir: Path, resume: bool, overwrite: bool) -> Path | None:
-    """Check the run folder before any work; return the checkpoint to resume from, if any.
+    Returns:
+        `(checkpoint, trainer_state)` of the one loaded.
 
     Raises:
-        FileExistsError: the folder already holds a run and neither `resume` nor `overwrite` was given.
+        ResumeError: none of them loads.
     """
-    has_run = output_dir.is_dir() and any(output_dir.iterdir())
+    import torch
+
+    for i, checkpoint in enumerate(candidates):
+        error = None
+        try:
+            trainer_state = load_trainer_state(checkpoint)
+            accelerator.load_state(str(checkpoint))
+        except Exception as err:  # a damaged file of any kind, or weights of another shape
+            error = f"{type(err).__name__}: {one_line(err)[:200]}"
+        failed = torch.tensor([error is not None], dtype=torch.float32, device=accelerator.device)
+        if accelerator.num_processes > 1:
+            failed = accelerator.reduce(failed, "max")
+        if not failed.item():
+            return checkpoint, trainer_state
+        then = f"falling back to {candidates[i + 1].name}" if i + 1 < len(candidates) else "no older one is left"
+        accelerator.print(f"warning: checkpoint {checkpoint} does not load ({error or 'on another process'}); {then}")
+    raise ResumeError(
+        f"argument --resume: no checkpoint under {checkpoint_dir(candidates[0].parent.parent)} loads (see the "
+        "warnings above); nothing was changed"
+    )
+
+
+def run_outputs() -> set[str]:
+    """Names of the top-level entries a run may write: :data:`RUN_OUTPUTS`, every family's plot, their temporaries."""
+    from ..tasks import FAMILIES
+
+    names = set(RUN_OUTPUTS) | {family.plot_name for family in FAMILIES.values()}
+    return names | {f"{prefix}{name}" for name in names for prefix in (".tmp-", ".old-")}
+
+
+def saved_run_config(output_dir: Path, file: str = RUN_MARKER) -> dict | None:
+    """The run arguments recorded in a run folder's marker (or another `file` with a `run_config`), or `None`."""
+    try:
+        config = json.loads((output_dir / file).read_text()).get("run_config")
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
+        return None
+    return config if isinstance(config, dict) else None
+
+
+def is_run_folder(output_dir: Path) -> bool:
+    """Whether `output_dir` holds an hf_icl run: its marker, or (runs from before the marker) a `metrics.json` with
+    a run config, or completed checkpoints."""
+    return (
+        (output_dir / RUN_MARKER).is_file()
+        or saved_run_config(output_dir, "metrics.json") is not None
+        or bool(completed_checkpoints(output_dir))
+    )
+
+
+def write_run_marker(output_dir: Path, run_config: dict) -> None:
+    """Mark `output_dir` as a run of ours (first thing a run writes), recording its arguments."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(output_dir / RUN_MARKER, {"format": "hf_icl run", "run_config": run_config})
+
+
+def clear_run_folder(output_dir: Path) -> list[str]:
+    """Delete what a run wrote in `output_dir` (:func:`run_outputs`); returns the names of the entries kept.
+
+    Raises:
+        FileExistsError: `output_dir` is not empty and is not a run (nothing is deleted).
+    """
+    if not output_dir.is_dir():
+        return []
+    entries = sorted(output_dir.iterdir())
+    if entries and not is_run_folder(output_dir):
+        raise FileExistsError(not_a_run_message(output_dir))
+    ours, kept = run_outputs(), []
+    for entry in entries:
+        if entry.name not in ours:
+            kept.append(entry.name)
+        elif entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    return kept
+
+
+def not_a_run_message(output_dir: Path) -> str:
+    return (
+        f"argument --output-dir: {output_dir} is not empty and holds no hf_icl run (no {RUN_MARKER}); "
+        "nothing was changed: choose a new or empty folder"
+    )
+
+
+def resume_differences(saved: dict | None, current: dict) -> list[str]:
+    """`"field: saved X, now Y"` for every field of :data:`RESUME_FIELDS` where two run configs differ."""
+    if saved is None:
+        return []
+
+    def normal(value):
+        return json.loads(json.dumps(value, sort_keys=True, default=str))
+
+    return [
+        f"{field}: saved {saved.get(field)!r}, now {current.get(field)!r}"
+        for field in RESUME_FIELDS
+        if field in saved and normal(saved.get(field)) != normal(current.get(field))
+    ]
+
+
+def prepare_output_dir(
+    output_dir: Path, resume: bool, overwrite: bool, run_config: dict | None = None
+) -> tuple[list[Path], list[str]]:
+    """Check the run folder before any work; return the checkpoints to try when resuming, and warnings.
+
+    Args:
+        output_dir: the run folder.
+        resume: continue the run there.
+        overwrite: replace the run there (its outputs only).
+        run_config: the new run's arguments, compared with the saved run's when resuming.
+
+    Returns:
+        `(checkpoints, warnings)`: with `resume`, the loadable completed checkpoints, newest first, and a warning for
+        each damaged one skipped; otherwise `([], [])`.
+
+    Raises:
+        FileExistsError: `output_dir` is a file, a non-empty folder that is not a run, or a run and neither
+            `resume` nor `overwrite` was given.
+        ValueError: resuming with settings that differ from the saved run's.
+        FileNotFoundError: resuming without a loadable checkpoint.
+    """
+    if output_dir.exists() and not output_dir.is_dir():
+        raise FileExistsError(f"argument --output-dir: {output_dir} is a file, not a folder")
+    has_entries = output_dir.is_dir() and any(output_dir.iterdir())
+    if has_entries and not is_run_folder(output_dir):
+        raise FileExistsError(not_a_run_message(output_dir))
     if resume:
-        checkpoint = latest_checkpoint(output_dir)
-        if checkpoint is None:
-            raise FileNotFoundError(f"--resume: no completed checkpoint under {checkpoint_dir(output_dir)}")
-        return checkpoint
-    if has_run and not overwrite:
+        differences = resume_differences(saved_run_config(output_dir), run_config or {})
+        if differences:
+            raise ValueError(
+                f"argument --resume: the run in {output_dir} was started with other settings ("
+                + "; ".join(differences) + "): pass the saved values, or choose another --output-dir"
+            )
+        checkpoints, warnings = [], []
+        for checkpoint in completed_checkpoints(output_dir):
+            problem = checkpoint_problem(checkpoint)
+            if problem is None:
+                checkpoints.append(checkpoint)
+            else:
+                warnings.append(f"warning: skipping checkpoint {checkpoint}: {problem}")
+        if not checkpoints:
+            found = f" ({'; '.join(w.split(': ', 1)[1] for w in warnings)})" if warnings else ""
+            raise FileNotFoundError(
+                f"argument --resume: no loadable completed checkpoint under {checkpoint_dir(output_dir)}{found}"
+            )
+        if warnings:
+            warnings.append(f"warning: resuming from the older checkpoint {checkpoints[0]}")
+        return checkpoints, warnings
+    if has_entries and not overwrite:
         raise FileExistsError(
             f"{output_dir} already holds a run; pass --resume to continue it, --overwrite to replace it, "
             "or choose another --output-dir"
         )
-    return None
+    return [], []

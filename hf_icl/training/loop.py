@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import shutil
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,12 +18,24 @@ from accelerate import Accelerator
 from accelerate.utils import DistributedType, set_seed
 from tqdm.auto import tqdm
 
+from ..evaluation.tables import markdown_table
 from ..models import config_for
 from ..models.heads import build_model
 from ..tasks import EvalRequest, TaskData, TaskFamily, TaskRequest, family_of
 from .arguments import RunArguments
-from .checkpoints import load_trainer_state, prepare_output_dir, save_checkpoint, write_folder_atomic
+from .checkpoints import (
+    RUN_MARKER,
+    ResumeError,
+    clear_run_folder,
+    load_checkpoint,
+    load_trainer_state,
+    prepare_output_dir,
+    save_checkpoint,
+    write_folder_atomic,
+    write_run_marker,
+)
 from .data import batch_stream
+from .launch import single_process_launch_warning
 from .report import write_reports
 
 KILL_AT_STEP_ENV = "HF_ICL_TEST_KILL_AT_STEP"  # test hook: hard-exit after this step, as a SIGKILL would
@@ -57,9 +69,21 @@ def weights_checksum(model) -> float:
     return float(sum(p.detach().double().sum() + p.detach().double().abs().sum() for p in model.parameters()))
 
 
-def preflight(args: RunArguments) -> Path | None:
-    """Checks that need no training: the run folder, the network (with `--push-to-hub`). Returns the resume point."""
-    resume_from = prepare_output_dir(args.resolved_output_dir(), args.resume, args.overwrite)
+def preflight(args: RunArguments) -> list[Path]:
+    """Checks that need no training: the run folder (with `--resume`: the saved run's settings and its checkpoints),
+    the network (with `--push-to-hub`). Returns the checkpoints to try when resuming, newest first."""
+    output_dir = args.resolved_output_dir()
+    resume_from, warnings = prepare_output_dir(output_dir, args.resume, args.overwrite, args.to_dict())
+    if os.environ.get("RANK", "0") == "0":
+        for warning in warnings:
+            print(warning, file=sys.stderr)
+    if resume_from and args.max_steps:
+        step = load_trainer_state(resume_from[0])["global_step"]
+        if step > args.max_steps:
+            raise ValueError(
+                f"argument --max-steps: max_steps={args.max_steps} is below step {step} of {resume_from[0]}; "
+                f"expected an integer >= {step}"
+            )
     if args.push_to_hub:
         from ..hub import check_hub_reachable
 
@@ -94,9 +118,17 @@ def start_run(args: RunArguments) -> Run:
         log_with=None if args.report_to == "none" else args.report_to,
         project_dir=str(output_dir),
     )
-    if args.overwrite and accelerator.is_main_process and output_dir.exists():
-        shutil.rmtree(output_dir)
+    if accelerator.is_main_process:
+        if args.overwrite:  # only what a run wrote; preflight refused a folder that is not a run
+            kept = clear_run_folder(output_dir)
+            if kept:
+                print(f"--overwrite kept {len(kept)} entries that are not run outputs: {', '.join(kept)}")
+        if not (args.resume and (output_dir / RUN_MARKER).is_file()):
+            write_run_marker(output_dir, args.to_dict())
     accelerator.wait_for_everyone()
+    launch_warning = single_process_launch_warning(accelerator.num_processes)
+    if launch_warning:
+        accelerator.print(launch_warning)
     set_seed(args.seed)
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -164,8 +196,13 @@ def backward_in_micro_batches(run: Run, model, batch) -> tuple[torch.Tensor, dic
     return loss, terms
 
 
-def train(args: RunArguments, resume_from: Path | None = None) -> dict:
-    """Train, evaluate, and write the run folder. Returns the metrics written to `metrics.json`."""
+def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> dict:
+    """Train, evaluate, and write the run folder. Returns the metrics written to `metrics.json`.
+
+    Args:
+        args: validated run arguments.
+        resume_from: checkpoints to resume from, newest first (`preflight`'s answer): the first that loads wins.
+    """
     run = start_run(args)
     run.data = prepare_data(run)
     accelerator = run.accelerator
@@ -179,10 +216,14 @@ def train(args: RunArguments, resume_from: Path | None = None) -> dict:
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
 
     state = {"global_step": 0, "history": [], "wall_time_s": 0.0, "curriculum": {}}
-    if resume_from is not None:
-        accelerator.load_state(str(resume_from))
-        state = {**state, **load_trainer_state(resume_from)}
-        accelerator.print(f"resumed from {resume_from} at step {state['global_step']}")
+    if resume_from:
+        candidates = [resume_from] if isinstance(resume_from, Path) else list(resume_from)
+        checkpoint, saved = load_checkpoint(accelerator, candidates)
+        state = {**state, **saved}
+        accelerator.print(f"resumed from {checkpoint} at step {state['global_step']}")
+        if state["global_step"] > total_steps:
+            raise ResumeError(f"argument --resume: {checkpoint} is at step {state['global_step']}, past the "
+                              f"{total_steps} steps of this run; raise --max-steps or --epochs")
     if accelerator.is_main_process:
         run.output_dir.mkdir(parents=True, exist_ok=True)
     if args.report_to != "none":
@@ -304,6 +345,8 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
 
     write_folder_atomic(run.output_dir / "model", write_checkpoint)
     write_reports(run.output_dir, metrics, family)
+    print(f"\n{args.architecture} ({args.preset}) on {args.task}, {total_steps} steps; reports in {run.output_dir}")
+    print("\n".join(markdown_table(test)))
     if args.push_to_hub:
         url = push_folder(run.output_dir / "model", args.push_to_hub)
         print(f"pushed {run.output_dir / 'model'} to {url}")
