@@ -21,7 +21,7 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from contextlib import contextmanager
 
 SEED_MAX = 2**32 - 1  # numpy's legacy seeding (accelerate's `set_seed`) takes seeds in [0, 2**32)
@@ -230,7 +230,7 @@ def key_value(flag: str, example: str):
     """An argparse `type` for `FIELD=VALUE` (the value read as JSON where it parses, else kept as a string).
 
     Args:
-        flag: the option it parses (for the docstring of the error; argparse names it in the message).
+        flag: the option it parses (argparse names the option in its message itself).
         example: a valid `FIELD=VALUE`, shown in the message.
     """
 
@@ -245,18 +245,3 @@ def key_value(flag: str, example: str):
 
     parse.__name__ = f"{flag} FIELD=VALUE"
     return parse
-
-
-def existing_file_error(flag: str, path) -> str | None:
-    """The message for a folder argument that names an existing file, else `None`."""
-    from pathlib import Path
-
-    path = Path(path)
-    return f"argument {flag}: {str(path)!r} is a file, not a folder" if path.exists() and not path.is_dir() else None
-
-
-def check_choice_of(flag: str, field: str, value, allowed: Iterable) -> None:
-    """Raises `ValueError("argument --flag: field='x' is not one of: a, b")` unless `value in allowed`."""
-    allowed = list(allowed)
-    if value not in allowed:
-        raise ValueError(f"argument {flag}: {field}={value!r} is not one of: {', '.join(map(str, allowed))}")
