@@ -170,11 +170,10 @@ def paper_preset(task: str) -> dict:
 
 
 CPU_PRESETS: dict[str, dict] = {
-    "linear_regression": {"task_options": {"n_dims": 10, "n_points": 21}, "max_steps": 3000, "lr": 1e-3,
-                          "curriculum": ["n_dims=5:10:1:250", "n_points=11:21:2:250"]},
-    "sparse_parity": {"max_steps": 3000, "lr": 1e-3},
-    "vector_mqar": {"max_steps": 3000, "epochs": 1.0, "n_train": 20_000, "lr": 1e-3},
-}  # fmt: skip
+    "linear_regression": {"task_options": {"n_dims": 5, "n_points": 11}, "max_steps": 4000, "curriculum": []},
+    "sparse_parity": {"task_options": {"n_points": 40}, "max_steps": 1500},
+    "vector_mqar": {"task_options": {"n_pairs": 8, "n_queries": 8}, "n_train": 32_000, "max_steps": 3000},
+}
 """The CPU-scale settings of `experiments/in_context_regression/` (batch 64, constant learning rate)."""
 
 
