@@ -46,7 +46,7 @@ def test_smoke_run_writes_reports_and_learns(smoke_run):
     assert len(losses) == 20 and sum(losses[-3:]) / 3 < sum(losses[:3]) / 3 - 0.2
     assert set(metrics["test"]["baselines"]) >= {"1-gram (paper)", "2-gram (paper)", "3-gram (paper)"}
     assert 0 <= metrics["test"]["model"]["accuracy"] <= 1 and 0 <= metrics["test"]["model"]["tvd"] <= 1
-    assert metrics["run_config"]["train_on_delimiter"] is False
+    assert metrics["run_config"]["train_on_delimiter"] is True
     for name in ("summary.md", "training_curves.png", "model/model.safetensors", "model/tokenizer.json"):
         assert (smoke_run / name).is_file(), name
     assert (smoke_run / "training_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from . import copying, phonebook, recall  # noqa: F401  (public modules, as before the family registry)
 from .families import formal_language, generation, icl_arithmetic, regbench, text_mixture
-from .families.generation import GENERATION_TASKS
 from .families.function_classes import FAMILIES as FUNCTION_CLASS_FAMILIES
+from .families.generation import GENERATION_TASKS
 from .family import (
     FAMILIES,
     EvalRequest,

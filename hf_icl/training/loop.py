@@ -41,13 +41,24 @@ from .report import write_reports
 KILL_AT_STEP_ENV = "HF_ICL_TEST_KILL_AT_STEP"  # test hook: hard-exit after this step, as a SIGKILL would
 
 
-def warmup_cosine(args: RunArguments, total_steps: int):
-    """LR multiplier: linear warm-up from `warmup_start_lr` to `lr`, then cosine decay to `min_lr`, in steps."""
+def lr_multiplier(args: RunArguments, total_steps: int):
+    """LR multiplier by step: linear warm-up from `warmup_start_lr` to `lr`, then `args.lr_schedule`.
+
+    `cosine` decays to `min_lr` over the remaining steps (P1 App. B); `constant` stays at `lr`; `wsd`
+    (warm-up, stable, decay) stays at `lr` and decays linearly to `min_lr` over the last `decay_ratio` of the steps,
+    so the rate is high until the model has left RegBench's pre-induction plateau.
+    """
     warmup = args.warmup_steps if args.warmup_steps is not None else int(args.warmup_ratio * total_steps)
+    decay_start = max(warmup, total_steps - int(args.decay_ratio * total_steps))
 
     def factor(step: int) -> float:
         if step < warmup:
             return (args.warmup_start_lr + (args.lr - args.warmup_start_lr) * step / warmup) / args.lr
+        if args.lr_schedule == "constant":
+            return 1.0
+        if args.lr_schedule == "wsd":
+            progress = (step - decay_start) / max(1, total_steps - decay_start)
+            return 1.0 if step < decay_start else (args.lr + (args.min_lr - args.lr) * min(progress, 1.0)) / args.lr
         progress = (step - warmup) / max(1, total_steps - warmup)
         return (args.min_lr + (args.lr - args.min_lr) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))) / args.lr
 
@@ -55,14 +66,15 @@ def warmup_cosine(args: RunArguments, total_steps: int):
 
 
 def build_optimizer(model, args: RunArguments) -> torch.optim.Optimizer:
-    """AdamW with weight decay on matrices only (biases, norms and embeddings are not decayed)."""
+    """AdamW; with `weight_decay_on="matrices"` biases, norms and embeddings are not decayed, with `"all"` they are."""
     decay, no_decay = [], []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
-        (decay if param.ndim >= 2 and "embed" not in name else no_decay).append(param)
+        matrix = param.ndim >= 2 and "embed" not in name
+        (decay if matrix or args.weight_decay_on == "all" else no_decay).append(param)
     groups = [{"params": decay, "weight_decay": args.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, args.adam_beta2))
+    return torch.optim.AdamW(groups, lr=args.lr, betas=(args.adam_beta1, args.adam_beta2))
 
 
 def weights_checksum(model) -> float:
@@ -112,6 +124,7 @@ def start_run(args: RunArguments) -> Run:
     output_dir = args.resolved_output_dir()
     accelerator = Accelerator(
         cpu=not torch.cuda.is_available(),
+        mixed_precision=args.mixed_precision,
         # The schedule is defined in optimiser steps; linked to the optimiser, Accelerate would advance it once per
         # process at every step (N times too fast under N-process DDP).
         step_scheduler_with_optimizer=False,
@@ -212,10 +225,10 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
     stream = batch_stream(accelerator, run.data, per_process_batch, args.seed, curricula)
     total_steps = args.max_steps or math.ceil(args.epochs * stream.steps_per_epoch)
     optimizer = build_optimizer(model, args)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_cosine(args, total_steps))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_multiplier(args, total_steps))
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
 
-    state = {"global_step": 0, "history": [], "wall_time_s": 0.0, "curriculum": {}}
+    state = {"global_step": 0, "history": [], "wall_time_s": 0.0, "cpu_time_s": 0.0, "curriculum": {}}
     if resume_from:
         candidates = [resume_from] if isinstance(resume_from, Path) else list(resume_from)
         checkpoint, saved = load_checkpoint(accelerator, candidates)
@@ -274,6 +287,7 @@ def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_
         disable=not accelerator.is_local_main_process,
     )
     started = time.time() - state["wall_time_s"]
+    cpu_started = time.process_time() - state.get("cpu_time_s", 0.0)  # CPU seconds of this process, all threads
     model.train()
     batches = stream.iter_from(state["global_step"])
     while state["global_step"] < total_steps:
@@ -295,12 +309,12 @@ def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_
             progress.set_postfix(loss=f"{values['loss']:.4f}")
         progress.update(1)
         if step % args.checkpoint_every == 0 or step == total_steps:
-            state["wall_time_s"] = time.time() - started
+            state["wall_time_s"], state["cpu_time_s"] = time.time() - started, time.process_time() - cpu_started
             save_checkpoint(accelerator, run.output_dir, step, state, args.keep_checkpoints)
         if kill_at and step == kill_at:
             os._exit(137)
     progress.close()
-    state["wall_time_s"] = time.time() - started
+    state["wall_time_s"], state["cpu_time_s"] = time.time() - started, time.process_time() - cpu_started
 
 
 def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) -> dict:
@@ -322,6 +336,8 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
             "epochs": total_steps / steps_per_epoch if steps_per_epoch else None,
             "final_loss": history[-1]["loss"] if history else float("nan"),
             "wall_time_s": state["wall_time_s"],
+            "cpu_time_s": state["cpu_time_s"],
+            "threads": torch.get_num_threads(),
             "history": history,
         },
         "task_facts": data.description,
