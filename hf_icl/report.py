@@ -1,16 +1,16 @@
 """`python -m hf_icl.report RUN_DIRS... --output DIR [--collect RUNS_DIR]`: the reproduction report.
 
-Gathers the `metrics.json` of every training run at or below RUN_DIRS (run folders, sweep roots, experiment output
-folders), puts each measured number beside the papers' (`hf_icl/reporting/paper_numbers.yaml`) with a verdict
-(reproduced, direction only, not reproduced) and writes `DIR/REPORT.md`, `DIR/REPORT.html` (self-contained) and
-`DIR/report_figures/*.png`.
+Gathers the metrics of every training run at or below RUN_DIRS (`<experiment>/<run>/metrics.json` as train.py writes
+it, or `<experiment>/<run>_metrics.json`), puts each measured number beside the papers'
+(`hf_icl/reporting/paper_numbers.yaml`) with a verdict (reproduced, direction only, not reproduced) and writes
+`DIR/REPORT.md`, `DIR/REPORT.html` (self-contained) and `DIR/report_figures/*.png`.
 
-`--collect RUNS_DIR` first copies each run's `metrics.json` and `summary.md` (not its checkpoints) to
+`--collect RUNS_DIR` first copies each run's metrics and `summary.md` (not its checkpoints) to
 `RUNS_DIR/<experiment>/<run>/`, then reports on everything in RUNS_DIR: that is how runs made under the ignored
 `outputs/` folder join the committed report:
 
-    python -m hf_icl.report outputs/sweeps/regbench-ngram-heads --collect docs/results/runs --output docs/results
-    python -m hf_icl.report docs/results/runs --output docs/results      # regenerate from the committed runs
+    python -m hf_icl.report outputs/sweeps/regbench-ngram-heads --collect docs/results --output docs/results
+    python -m hf_icl.report docs/results --output docs/results      # regenerate from the committed runs
 """
 
 from __future__ import annotations
@@ -23,14 +23,15 @@ from .validation import CommandLineParser
 
 
 def collect(run_paths: list[str], destination: Path) -> int:
-    """Copy every run's `metrics.json` and `summary.md` to `destination/<experiment>/<run>/`; returns the count."""
+    """Copy every run's metrics (and a run folder's `summary.md`) to `destination/<experiment>/<run>/`; returns the
+    number of runs."""
     records = find_runs(run_paths)
     for record in records:
         target = destination / record.experiment / record.name
         target.mkdir(parents=True, exist_ok=True)
-        for name in ("metrics.json", "summary.md"):
-            if (record.path / name).is_file():
-                shutil.copyfile(record.path / name, target / name)
+        shutil.copyfile(record.file, target / "metrics.json")
+        if record.file.name == "metrics.json" and (record.file.parent / "summary.md").is_file():
+            shutil.copyfile(record.file.parent / "summary.md", target / "summary.md")
     return len(records)
 
 

@@ -48,6 +48,8 @@ def fmt(entry, value) -> str:
 
 
 def runs_cell(measurement) -> str:
+    if measurement.same_everywhere:
+        return f"every run ({measurement.settings} settings, one value)"
     names = sorted({r.name for r in measurement.runs})
     seeds = f", {len(measurement.runs)} seeds" if len(measurement.runs) > 1 else ""
     best = f" (best of {measurement.settings} settings)" if measurement.settings > 1 else ""
@@ -168,7 +170,9 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
             verdict = judge_contrast(better, worse, a.value, b.value)
             counts[better.paper][f"contrast {verdict}"] += 1
             paper = f"{fmt(better, better.value)} vs {fmt(worse, worse.value)}"
-            contrast_rows.append([c.claim, f"{better.row} vs {worse.row} ({better.column})", paper,
+            pair = (f"{better.column} vs {worse.column} ({better.row})" if better.row == worse.row
+                    else f"{better.row} vs {worse.row} ({better.column})")  # fmt: skip
+            contrast_rows.append([c.claim, pair, paper,
                                   f"{fmt(better, a.value)} vs {fmt(worse, b.value)}", f"`{a.experiment}`",
                                   MARKS.get(verdict, verdict)])  # fmt: skip
     summary = []

@@ -23,9 +23,9 @@ BOOKKEEPING = {"seed", "output_dir", "resume", "overwrite", "threads", "report_t
 
 @dataclass
 class RunRecord:
-    """One run folder: its `metrics.json` plus where it sits and the model config it implies."""
+    """One run: its metrics file (`metrics.json` or `<run>_metrics.json`), experiment, name and implied model config."""
 
-    path: Path
+    file: Path
     experiment: str
     name: str
     metrics: dict
@@ -86,28 +86,37 @@ def model_config(metrics: dict) -> dict:
 
 
 def find_runs(paths: list[str | Path]) -> list[RunRecord]:
-    """Every run folder (a folder with `metrics.json`) at or below `paths`; experiments are named by their parent
-    folder relative to the deepest folder common to all runs."""
+    """Every training run at or below `paths`: `<experiment>/<run>/metrics.json` (a run folder) or
+    `<experiment>/<run>_metrics.json` (a copied record). Experiments are named by their folder relative to the
+    deepest folder common to all runs.
+
+    Raises:
+        FileNotFoundError: a path holds no metrics file.
+    """
     files = []
     for path in map(Path, paths):
-        if path.is_file() and path.name == "metrics.json":
-            files.append(path)
-        elif (path / "metrics.json").is_file():
-            files.append(path / "metrics.json")
-        elif path.is_dir():
-            files.extend(sorted(path.rglob("metrics.json")))
-        else:
+        found = [path] if path.is_file() else sorted(path.rglob("*metrics.json")) if path.is_dir() else []
+        found = [f for f in found if f.name == "metrics.json" or f.name.endswith("_metrics.json")]
+        if not found:
             raise FileNotFoundError(f"{path}: no metrics.json here or below")
-    files = sorted({f.resolve() for f in files if _is_run(f)})
-    if not files:
+        files.extend(found)
+    places = {f.resolve(): _place(f.resolve()) for f in files if _is_run(f)}
+    if not places:
         return []
-    common = Path(os.path.commonpath([f.parent.parent for f in files]))
+    common = Path(os.path.commonpath([folder for folder, _ in places.values()]))
     records = []
-    for file in files:
+    for file, (folder, name) in sorted(places.items()):
         metrics = json.loads(file.read_text())
-        experiment = str(file.parent.parent.relative_to(common)) if file.parent.parent != common else common.name
-        records.append(RunRecord(file.parent, experiment, file.parent.name, metrics, model_config(metrics)))
+        experiment = str(folder.relative_to(common)) if folder != common else common.name
+        records.append(RunRecord(file, experiment, name, metrics, model_config(metrics)))
     return records
+
+
+def _place(file: Path) -> tuple[Path, str]:
+    """(experiment folder, run name) of a metrics file."""
+    if file.name == "metrics.json":
+        return file.parent.parent, file.parent.name
+    return file.parent, file.name[: -len("_metrics.json")]
 
 
 def _is_run(file: Path) -> bool:
@@ -127,6 +136,7 @@ class Measurement:
     value: float
     runs: list[RunRecord]
     settings: int
+    same_everywhere: bool = False  # every matching setting gives this value (baselines: the test set decides)
 
 
 def measure(entry: Entry, records: list[RunRecord]) -> list[Measurement]:
@@ -142,5 +152,6 @@ def measure(entry: Entry, records: list[RunRecord]) -> list[Measurement]:
         candidates = [(aggregate([v for _, v in runs]), [r for r, _ in runs]) for runs in settings.values()]
         pick = max if entry.better == "higher" else min
         value, runs = pick(candidates, key=lambda c: c[0])
-        measurements.append(Measurement(entry, experiment, float(value), runs, len(settings)))
+        same = len(candidates) > 1 and len({c[0] for c in candidates}) == 1
+        measurements.append(Measurement(entry, experiment, float(value), runs, len(settings), same))
     return measurements
