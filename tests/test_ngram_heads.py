@@ -352,7 +352,7 @@ def test_config_errors_name_the_field(arch, overrides, message):
 
 
 def test_train_py_ngram_heads_option():
-    args = parse_args(["--ngram-heads", "1:1,2,3", "--ngram-heads=-2:1,2,3:replace"])
+    args = parse_args(["--preset", "small", "--ngram-heads", "1:1,2,3", "--ngram-heads=-2:1,2,3:replace"])
     assert args.overrides["ngram_heads"] == [
         {"layer": 1, "orders": [1, 2, 3], "replace": False},
         {"layer": -2, "orders": [1, 2, 3], "replace": True},
