@@ -358,7 +358,7 @@ def test_train_py_ngram_heads_option():
         {"layer": -2, "orders": [1, 2, 3], "replace": True},
     ]
     assert str(args.resolved_output_dir()) == "outputs/regbench-n2500-transformer+ngh1.123+nghr-2.123-small-s0"
-    assert parse_args(["--ngram-heads", "1:1;3:2:replace"]).overrides["ngram_heads"][1]["replace"]
+    assert parse_args(["--preset", "small", "--ngram-heads", "1:1;3:2:replace"]).overrides["ngram_heads"][1]["replace"]
     with pytest.raises(SystemExit):
         parse_args(["--ngram-heads", "1:a"])
     with pytest.raises(ValueError, match="ngram_heads"):
