@@ -50,10 +50,11 @@ def plot_runs(runs: dict[str, dict], path: Path, title: str, baselines=(), accur
         test = metrics["test"]
         ax.plot(test["examples"][: len(test["curves"]["model"])], test["curves"]["model"], lw=2, label=label)
     first = next(iter(runs.values()))["test"] if runs else None
-    for name in baselines:
+    for name, style in zip(baselines, ("--", ":", "-.")):
         if first and name in first["curves"]:
             values = first["curves"][name]
-            ax.plot(first["examples"][: len(values)], values, ls="--", color="grey", label=name)
+            values = values if accuracy else [max(v, 1e-4) for v in values]  # exact zeros of least squares
+            ax.plot(first["examples"][: len(values)], values, ls=style, color="grey", label=name)
     ax.set(xlabel="in-context examples", ylabel="accuracy" if accuracy else "squared error (normalised)", title=title)
     if not accuracy:
         ax.set_yscale("log")
@@ -66,25 +67,32 @@ def plot_runs(runs: dict[str, dict], path: Path, title: str, baselines=(), accur
 
 def main() -> int:
     lines = ["# P5 findings at CPU scale", "", "Wall / CPU minutes per run; every run used 1 thread.", ""]
-    linear = {k: v for k in ("linear_regression_transformer", "linear_regression_transformer_d5") if (v := load(k))}
+    names = (
+        "linear_regression_transformer",
+        "linear_regression_transformer_seed1",
+        "linear_regression_transformer_lr1e-3",
+    )
+    linear = {k: v for k in names if (v := load(k))}
     if linear:
         lines += ["## (a) Linear regression: the Transformer tracks least squares", "", PAPER["linear_regression"], ""]
-        lines += ["| eval d | examples i | Transformer | least squares | (d − i)/d | 3-NN | averaging | run (min) |"]
-        lines += ["|---|---|---|---|---|---|---|---|"]
-        for metrics in linear.values():
+        lines += [
+            "| run | steps | examples i | Transformer | least squares | (d − i)/d | 3-NN | averaging | wall / CPU min |"
+        ]
+        lines += ["|---|---|---|---|---|---|---|---|---|"]
+        for name, metrics in linear.items():
             test, d = metrics["test"], metrics["test"]["task_facts"]["n_dims"]
-            for k in sorted({1, d // 2, d - 1, d, d + 2, max(test["examples"])}):
+            for k in sorted({0, 2, d - 1, d, d + 2, max(test["examples"])}):
                 row = [curve_at(test, p, k) for p in ("model", "least_squares", "3_nearest_neighbors", "averaging")]
                 exact = max(d - k, 0) / d
                 lines.append(
-                    f"| {d} | {k} | {row[0]:.3f} | {row[1]:.3g} | {exact:.3f} | {row[2]:.3f} | {row[3]:.3f} | "
-                    f"{resources('linear_regression_transformer')} |"
+                    f"| {name} | {metrics['train']['steps']} | {k} | {row[0]:.3f} | {row[1]:.3g} | {exact:.3f} | "
+                    f"{row[2]:.3f} | {row[3]:.3f} | {resources(name)} |"
                 )
         lines.append("")
         plot_runs(
-            {f"Transformer, eval d={m['test']['task_facts']['n_dims']}": m for m in linear.values()},
+            {name.replace("linear_regression_", ""): m for name, m in linear.items()},
             RESULTS / "linear_regression.png",
-            "Linear regression (trained d = 5 → 10)",
+            "Linear regression, d = 5 (normalised error)",
             ("least_squares", "3_nearest_neighbors", "averaging"),
         )
     for task, accuracy in (("sparse_parity", True), ("vector_mqar", False)):

@@ -170,7 +170,12 @@ def paper_preset(task: str) -> dict:
 
 
 CPU_PRESETS: dict[str, dict] = {
-    "linear_regression": {"task_options": {"n_dims": 5, "n_points": 11}, "max_steps": 4000, "curriculum": []},
+    "linear_regression": {
+        "task_options": {"n_dims": 5, "n_points": 11},
+        "max_steps": 10_000,
+        "lr": 3e-4,
+        "curriculum": [],
+    },
     "sparse_parity": {"task_options": {"n_points": 40}, "max_steps": 1500},
     "vector_mqar": {"task_options": {"n_pairs": 8, "n_queries": 8}, "n_train": 32_000, "max_steps": 3000},
 }
