@@ -3,6 +3,7 @@ shipped Accelerate config, with exact resume from sharded checkpoints."""
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
@@ -26,9 +27,17 @@ RUN = ["--preset", "tiny", "--report-to", "none", "--threads", "1", "--n-train",
 TWO_CPU_PROCESSES = ["--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
 
 
+def free_port() -> int:
+    """A free TCP port for the process group: runs launched at the same time (pytest -n, other sessions) would
+    otherwise all rendezvous on Accelerate's default 29500 and hang."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 def launch(launcher_args, script_args, env=None):
     return subprocess.run(
-        ["accelerate", "launch", *launcher_args, *script_args],
+        ["accelerate", "launch", "--main_process_port", str(free_port()), *launcher_args, *script_args],
         capture_output=True,
         text=True,
         timeout=600,
