@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -12,6 +13,13 @@ import yaml
 from safetensors.torch import load_file
 
 from hf_icl.training import main
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_TASK = ["--n-train", "100", "--task-option", "n_test=24", "--task-option", "n_validation=8"]
@@ -98,6 +106,8 @@ def test_two_process_ddp_ends_with_identical_weights(tmp_path):
         "no",
         "--dynamo_backend",
         "no",
+        "--main_process_port",  # not accelerate's default 29500: other tests may launch at the same time
+        str(free_port()),
     ]
     result = run_train(
         [*TINY_RUN, "--max-steps", "4", "--output-dir", str(tmp_path / "ddp")],
