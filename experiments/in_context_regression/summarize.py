@@ -67,11 +67,7 @@ def plot_runs(runs: dict[str, dict], path: Path, title: str, baselines=(), accur
 
 def main() -> int:
     lines = ["# P5 findings at CPU scale", "", "Wall / CPU minutes per run; every run used 1 thread.", ""]
-    names = (
-        "linear_regression_transformer",
-        "linear_regression_transformer_seed1",
-        "linear_regression_transformer_lr1e-3",
-    )
+    names = [f"linear_regression_transformer{suffix}" for suffix in ("_40k", "", "_seed1", "_lr1e-3")]
     linear = {k: v for k in names if (v := load(k))}
     if linear:
         lines += ["## (a) Linear regression: the Transformer tracks least squares", "", PAPER["linear_regression"], ""]
@@ -96,7 +92,8 @@ def main() -> int:
             ("least_squares", "3_nearest_neighbors", "averaging"),
         )
     for task, accuracy in (("sparse_parity", True), ("vector_mqar", False)):
-        runs = {arch: m for arch in ("transformer", "mamba", "mambaformer") if (m := load(f"{task}_{arch}"))}
+        names = [f"{arch}{suffix}" for suffix in ("", "_short") for arch in ("transformer", "mamba", "mambaformer")]
+        runs = {name: m for name in names if (m := load(f"{task}_{name}"))}
         if not runs:
             continue
         metric = "accuracy" if accuracy else "error"
