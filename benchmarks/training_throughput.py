@@ -19,32 +19,12 @@ import time
 
 import torch
 from common import print_table
-from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
+from transformer_vs_gpt2 import gpt2_like
+from transformers import AutoModelForCausalLM
 
 import hf_icl
 from hf_icl.tasks import TaskRequest, family_of
 from hf_icl.training.data import LengthGroupedEpochSampler
-
-
-def gpt2_like(config) -> GPT2LMHeadModel:
-    gpt2_config = GPT2Config(
-        vocab_size=config.vocab_size,
-        n_positions=config.max_position_embeddings,
-        n_embd=config.hidden_size,
-        n_layer=config.num_hidden_layers,
-        n_head=config.num_attention_heads,
-        n_inner=config.intermediate_size,
-        activation_function="gelu_new",
-        resid_pdrop=0.0,
-        embd_pdrop=0.0,
-        attn_pdrop=0.0,
-        layer_norm_epsilon=config.layer_norm_epsilon,
-        tie_word_embeddings=True,
-        use_cache=False,
-        bos_token_id=0,
-        eos_token_id=0,
-    )
-    return GPT2LMHeadModel._from_config(gpt2_config, attn_implementation="sdpa")
 
 
 def regbench_batches(count: int, batch_size: int = 32) -> list[dict]:

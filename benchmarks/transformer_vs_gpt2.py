@@ -16,12 +16,10 @@ from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
 import hf_icl
 
 
-def build_pair(preset: str, vocab: int):
-    config = hf_icl.config_for("transformer", preset, vocab_size=vocab)
-    torch.manual_seed(0)
-    ours = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+def gpt2_like(config) -> GPT2LMHeadModel:
+    """`GPT2LMHeadModel` of the same size as an `icl_transformer` config, as transformers ships it (`gelu_new`)."""
     gpt2_config = GPT2Config(
-        vocab_size=vocab,
+        vocab_size=config.vocab_size,
         n_positions=config.max_position_embeddings,
         n_embd=config.hidden_size,
         n_layer=config.num_hidden_layers,
@@ -37,8 +35,14 @@ def build_pair(preset: str, vocab: int):
         bos_token_id=0,
         eos_token_id=0,
     )
-    reference = GPT2LMHeadModel._from_config(gpt2_config, attn_implementation="sdpa")
-    return ours, reference
+    return GPT2LMHeadModel._from_config(gpt2_config, attn_implementation="sdpa")
+
+
+def build_pair(preset: str, vocab: int):
+    config = hf_icl.config_for("transformer", preset, vocab_size=vocab)
+    torch.manual_seed(0)
+    ours = AutoModelForCausalLM.from_config(config, attn_implementation="sdpa")
+    return ours, gpt2_like(config)
 
 
 def training_step(model, optimizer, input_ids):
