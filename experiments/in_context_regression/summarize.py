@@ -67,7 +67,7 @@ def plot_runs(runs: dict[str, dict], path: Path, title: str, baselines=(), accur
 
 def main() -> int:
     lines = ["# P5 findings at CPU scale", "", "Wall / CPU minutes per run; every run used 1 thread.", ""]
-    names = [f"linear_regression_transformer{suffix}" for suffix in ("_40k", "", "_seed1", "_lr1e-3")]
+    names = [f"linear_regression_transformer{suffix}" for suffix in ("_40k", "_small", "", "_seed1", "_lr1e-3")]
     linear = {k: v for k in names if (v := load(k))}
     if linear:
         lines += ["## (a) Linear regression: the Transformer tracks least squares", "", PAPER["linear_regression"], ""]
