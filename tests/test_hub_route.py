@@ -28,7 +28,8 @@ from hf_icl.modeling.remote_code import collect_modeling_sources, exported_class
 ARCHS = hf_icl.list_architectures()
 INPUT_IDS = [[0, 0, 3, 5, 7, 19, 2], [1, 2, 3, 4, 19, 5, 6]]
 ATTENTION_MASK = [[0, 0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1]]
-REGRESSION_INPUTS = torch.linspace(-1, 1, 2 * 5 * 3).reshape(2, 5, 3).tolist()
+REGRESSION_XS = torch.linspace(-1, 1, 2 * 5 * 3).reshape(2, 5, 3).tolist()  # (B, N, d)
+REGRESSION_YS = torch.linspace(1, -1, 2 * 5).reshape(2, 5).tolist()  # (B, N)
 
 REMOTE_LOAD = textwrap.dedent(
     """
@@ -46,8 +47,8 @@ REMOTE_LOAD = textwrap.dedent(
         with torch.no_grad():
             if "attention_mask" in job:
                 output = model(torch.tensor(job["inputs"]), attention_mask=torch.tensor(job["attention_mask"])).logits
-            else:
-                output = model(torch.tensor(job["inputs"])).predictions
+            else:  # the in-context path the model card shows: model(xs=, ys=)
+                output = model(xs=torch.tensor(job["xs"]), ys=torch.tensor(job["ys"])).predictions
         results[job["name"]] = {"class": type(model).__name__, "module": type(model).__module__,
                                 "output": output.tolist()}
         if job.get("resave"):  # what was loaded as remote code saves again, and that folder loads the same
@@ -119,15 +120,6 @@ def logits(model):
         return model(torch.tensor(INPUT_IDS), attention_mask=torch.tensor(ATTENTION_MASK)).logits
 
 
-def regression_class():
-    """The in-context regression shell of `llama` (registry entry first, else the shell module), if it exists yet."""
-    from hf_icl.models import llama
-
-    return getattr(hf_icl.ARCHITECTURES["llama"], "regression_class", None) or getattr(
-        llama, "ICLLlamaForRegression", None
-    )
-
-
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """Save every case, load them all in one fresh process; `(expected outputs, folders, remote results)`."""
@@ -141,9 +133,10 @@ def exported(tmp_path_factory):
             job |= {"inputs": INPUT_IDS, "attention_mask": ATTENTION_MASK}
             expected[name] = (type(model).__name__, logits(model))
         elif model is not None:
-            job["inputs"] = REGRESSION_INPUTS
+            job |= {"xs": REGRESSION_XS, "ys": REGRESSION_YS}
             with torch.no_grad():
-                expected[name] = (type(model).__name__, model(torch.tensor(REGRESSION_INPUTS)).predictions)
+                output = model(xs=torch.tensor(REGRESSION_XS), ys=torch.tensor(REGRESSION_YS)).predictions
+            expected[name] = (type(model).__name__, output)
         jobs.append(job)
 
     for arch in ARCHS:  # the route of the transformers docs, for every architecture
@@ -171,14 +164,13 @@ def exported(tmp_path_factory):
         model.save_pretrained(root / "tiny-llama", push_to_hub=True, repo_id="user/tiny-llama")
         add("save_and_push", root / "hub" / "user" / "tiny-llama", "AutoModelForCausalLM", model)
 
-    if regression_class() is not None:
-        torch.manual_seed(4)
-        config = hf_icl.config_for("llama", "tiny", input_dim=3, output_dim=1)
-        model = regression_class()(config).eval()
-        model.save_pretrained(root / "regression")
-        auto_map = json.loads((root / "regression" / "config.json").read_text())["auto_map"]
-        auto_class = next(key for key, ref in auto_map.items() if ref.endswith("." + type(model).__name__))
-        add("regression", root / "regression", auto_class, model)
+    torch.manual_seed(4)
+    config = hf_icl.config_for("llama", "tiny", input_dim=3, output_dim=1)
+    model = hf_icl.AutoModelForInContextRegression.from_config(config).eval()
+    model.save_pretrained(root / "regression")
+    auto_map = json.loads((root / "regression" / "config.json").read_text())["auto_map"]
+    auto_class = next(key for key, ref in auto_map.items() if ref.endswith("." + type(model).__name__))
+    add("regression", root / "regression", auto_class, model)
 
     (root / "jobs.json").write_text(json.dumps(jobs))
     env = {"HF_MODULES_CACHE": str(root / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
@@ -233,8 +225,6 @@ def test_push_to_hub_uploads_a_remote_loadable_folder(exported, name):
 
 
 def test_regression_model_exports_the_same_way(exported):
-    if "regression" not in exported[1]:
-        pytest.skip("no ICLForRegression shell registered yet")
     assert_loaded_remotely(exported, "regression")
 
 

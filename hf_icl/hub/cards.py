@@ -19,12 +19,14 @@ print(generator("{example_prompt}", max_new_tokens=20, do_sample=True)[0]["gener
 ```""",
     "regression": """```python
 import torch
-import hf_icl  # registers the architectures
-from hf_icl.models.heads import load_model
+from transformers import AutoModel
 
-model = load_model("regression", "{repo_id}")  # a local folder, or snapshot_download("{repo_id}") first
-inputs = torch.randn(1, 10, model.config.input_dim)  # (B, T, input_dim)
-print(model(inputs=inputs).predictions.shape)  # (B, T, output_dim)
+# the config's auto_map exports the regression model under AutoModel; with hf_icl installed,
+# hf_icl.AutoModelForInContextRegression.from_pretrained("{repo_id}") loads the same model
+model = AutoModel.from_pretrained("{repo_id}", trust_remote_code=True)
+xs = torch.randn(1, 10, model.config.input_dim)  # (B, N, input_dim): N in-context examples
+ys = torch.randn(1, 10)  # (B, N) (or (B, N, output_dim)); prediction i sees x_1, y_1, ..., x_i only
+print(model(xs=xs, ys=ys).predictions.shape)  # (B, N)
 ```""",
 }
 """Usage snippet per model head (see `hf_icl.models.heads`)."""

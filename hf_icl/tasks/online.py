@@ -7,6 +7,7 @@ would (P5 and Garg et al. train this way: a new task per sequence per step).
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from collections.abc import Iterator
@@ -32,6 +33,32 @@ class OnlineSampler:
 
     def sample_batch(self, batch_size: int, rng: np.random.Generator) -> dict:
         raise NotImplementedError
+
+    def check_curricula(self, curricula) -> None:
+        """Draw one example at the curricula's first and last values, so a bad end value fails before training.
+
+        Raises:
+            ValueError: naming the curricula and the sampler's own message.
+        """
+        if not curricula:
+            return
+
+        def last_step(c: StepCurriculum) -> int:
+            return c.every * math.ceil((c.end - c.start) / c.increment)
+
+        for label, step_of in (("start", lambda c: 0), ("end", last_step)):
+            probe = copy.copy(self)
+            probe.params = dict(self.params)
+            for curriculum in curricula:
+                curriculum.apply(step_of(curriculum), probe.params)
+            try:
+                probe.sample_batch(1, np.random.default_rng(0))
+            except (ValueError, TypeError, IndexError, RuntimeError) as err:
+                texts = " ".join(c.to_text() for c in curricula)
+                values = {c.field: probe.params[c.field] for c in curricula}
+                raise ValueError(
+                    f"argument --curriculum: {texts} reaches {values} at its {label}, which the sampler rejects: {err}"
+                ) from None
 
 
 class OnlineBatches(IterableDataset):

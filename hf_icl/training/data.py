@@ -112,6 +112,7 @@ class OnlineStream:
     def __init__(self, accelerator, data: TaskData, batch_size: int, seed: int, curricula=()):
         self.accelerator, self.sampler = accelerator, data.train
         self.batch_size, self.seed, self.curricula = batch_size, seed, tuple(curricula)
+        self.sampler.check_curricula(self.curricula)  # a bad end value fails now, not mid-run
 
     def iter_from(self, step: int) -> Iterator[dict]:
         batches = OnlineBatches(
