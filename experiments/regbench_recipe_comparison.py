@@ -71,7 +71,7 @@ def run_minimal(kind: str, splits, tokenizer, args, seed: int) -> dict:
 
 
 def run_train_py(args, seed: int, extra: list[str]) -> dict:
-    output = Path(args.output) / "runs" / f"train_py-s{seed}"
+    output = Path(args.runs_dir) / f"train_py-s{seed}"
     argv = [
         "--task", "regbench", "--n-train", str(args.n_train), "--preset", "tiny", "--seed", str(seed),
         "--max-steps", str(args.steps), "--batch-size", str(args.batch_size), "--report-to", "none",
@@ -95,7 +95,8 @@ def main(argv=None) -> list[dict]:
     parser.add_argument("--minimal-warmup", type=int, default=200)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--recipes", nargs="+", default=["train.py", "hf_icl", "gpt2"])
-    parser.add_argument("--output", default="docs/results/recipe")
+    parser.add_argument("--output", default="docs/results/recipe", help="where the table and the numbers go")
+    parser.add_argument("--runs-dir", default="outputs/recipe_comparison", help="train.py's run folders (weights)")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     splits = hf_icl.load_task("regbench", n_train=args.n_train, seed=0)

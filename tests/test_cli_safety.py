@@ -105,6 +105,8 @@ def test_evaluate_bad_values_exit_2_before_loading(argv, fragments, checkpoint, 
         ("formal_languages", ["--n-per-length", "0"], ["argument --n-per-length", "n_per_length=0"]),
         ("copying", ["--n-per-length", "0"], ["argument --n-per-length", "n_per_length=0"]),
         ("copying", ["--n-train", "-5"], ["argument --n-train", "n_train=-5"]),
+        ("icl_arithmetic", ["--n-test", "0"], ["argument --n-test", "n_test=0", "a split cannot be empty"]),
+        ("text_mixture", ["--n-validation", "0"], ["argument --n-validation", "n_validation=0", "cannot be empty"]),
     ],
 )
 def test_dataset_script_bad_values_exit_2_before_any_work(script, argv, fragments, tmp_path):

@@ -191,6 +191,7 @@ class TextMixtureBuilder(ValidatedBuilder):
     ]
     DEFAULT_CONFIG_NAME = "default"
     validate_config = staticmethod(validate_config)
+    SPLIT_SIZE_FIELDS = ("n_train", "n_validation", "n_test")
 
     def _info(self) -> datasets.DatasetInfo:
         features = {"text": datasets.Value("string"), "cut": datasets.Value("int32")}
