@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -66,6 +67,26 @@ def test_train_bad_values_exit_2_before_any_work(argv, fragments, tmp_path):
     line = assert_one_line_error(call(train_main, [*argv, "--output-dir", str(tmp_path / "never")]), *fragments)
     assert "--override" not in line or "--override" in argv  # the flag the user gave, not another
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.parametrize(
+    "argv, fragments",
+    [
+        (["--task", "linear_regression", "--task-option", "n_dims=4", "--task-option", "n_test=8",
+          "--curriculum", "n_dims=2:6:1:10"],
+         ["argument --curriculum", "n_dims=2:6:1:10 reaches {'n_dims': 6} at its end", "input_dim=4"]),
+        (["--task", "regbench", "--n-train", "8", "--aux-loss-weight", "load_balance=0.5"],
+         ["argument --aux-loss-weight", "load_balance is not an auxiliary loss of this model", "reports: none"]),
+    ],
+)  # fmt: skip
+def test_bad_values_known_only_to_the_data_or_model_exit_2_before_the_first_step(argv, fragments, tmp_path):
+    run = [*argv, "--preset", "tiny", "--max-steps", "5", "--threads", "1", "--report-to", "none"]
+    outcome = call(train_main, [*run, "--output-dir", str(tmp_path / "run")])
+    assert outcome.escaped is None and outcome.status == 2, (outcome.status, outcome.err[-3000:])
+    assert "Traceback" not in outcome.err  # the data was prepared first (its progress bars), then one error line
+    lines = [line for line in re.split(r"[\r\n]", outcome.err) if "error: argument" in line]
+    assert len(lines) == 1 and all(fragment in lines[0] for fragment in fragments), outcome.err[-1000:]
+    assert not (tmp_path / "run" / "checkpoints").exists() and not (tmp_path / "run" / "model").exists()
 
 
 def test_config_file_errors_name_the_file(tmp_path):
@@ -336,8 +357,18 @@ def test_accelerate_launch_of_two_cpu_processes_without_multi_gpu_warns(tmp_path
 
 
 def test_clean_error_under_accelerate_launch_quiet_has_no_traceback(tmp_path):
-    flags = ["--quiet", "--cpu", "--num_processes", "1", "--num_machines", "1", "--mixed_precision", "no",
-             "--dynamo_backend", "no"]
+    flags = [
+        "--quiet",
+        "--cpu",
+        "--num_processes",
+        "1",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+    ]
     result = run_launched(flags, ["--lr", "0", "--output-dir", str(tmp_path / "run")], tmp_path)
     assert result.returncode == 1  # accelerate's own status for any failed child
     errors = [line for line in result.stderr.splitlines() if "error" in line.lower()]

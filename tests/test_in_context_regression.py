@@ -195,15 +195,6 @@ def test_linear_regression_trains_with_its_curriculum_and_writes_curves(tmp_path
     assert loaded.config.input_dim == 4 and loaded.config.output_dim == 1
 
 
-def test_a_curriculum_past_the_model_width_fails_before_training(tmp_path):
-    with pytest.raises(ValueError, match=r"--curriculum: n_dims=2:6:1:10 reaches \{'n_dims': 6\} at its end"):
-        main(
-            [*RUN, "--task", "linear_regression", "--max-steps", "40", "--task-option", "n_dims=4",
-             "--task-option", "n_test=8", "--curriculum", "n_dims=2:6:1:10", "--output-dir", str(tmp_path)]
-        )  # fmt: skip
-    assert not (tmp_path / "checkpoints").exists()
-
-
 def test_sparse_parity_and_vector_mqar_train_with_their_objectives(tmp_path):
     parity = main(
         [*RUN, "--task", "sparse_parity", "--architecture", "mamba", "--max-steps", "3", "--batch-size", "8",

@@ -13,7 +13,7 @@ def main(argv=None):
     (printed by the first process only under `accelerate launch`), before anything is written.
     """
     from .checkpoints import ResumeError
-    from .loop import preflight, train
+    from .loop import RunSetupError, preflight, train
 
     parser = build_parser()
     try:
@@ -23,7 +23,7 @@ def main(argv=None):
         usage_error(parser, err)
     try:
         return train(args, resume_from)
-    except ResumeError as err:
+    except (ResumeError, RunSetupError) as err:
         usage_error(parser, err)
 
 

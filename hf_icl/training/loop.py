@@ -162,6 +162,11 @@ def prepare_data(run: Run) -> TaskData:
         return run.family.prepare_data(task_request(run.args))
 
 
+class RunSetupError(ValueError):
+    """Bad input that only shows once the data or the model exists (a curriculum's end value, an unknown auxiliary
+    loss name); raised before the first optimiser step, reported like any argument error."""
+
+
 def build_task_model(run: Run):
     """The architecture at its preset, with the fields the data fixes, under the family's head."""
     args = run.args
@@ -172,6 +177,12 @@ def build_task_model(run: Run):
 def total_loss(run: Run, model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The family's objective plus the weighted auxiliary losses; returns the total and each named term."""
     result = run.family.objective(model, batch)
+    unknown = sorted(set(run.args.aux_loss_weights) - set(result.aux_losses))
+    if unknown:  # names are only known once the model has reported its auxiliary losses
+        raise RunSetupError(
+            f"argument --aux-loss-weight: {', '.join(unknown)} is not an auxiliary loss of this model; it reports: "
+            f"{', '.join(sorted(result.aux_losses)) or 'none'}"
+        )
     terms = {"task": result.loss}
     loss = result.loss
     for name, value in result.aux_losses.items():
@@ -222,7 +233,10 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
     model = build_task_model(run)
     per_process_batch = max(1, args.batch_size // accelerator.num_processes)
     curricula = args.curricula()
-    stream = batch_stream(accelerator, run.data, per_process_batch, args.seed, curricula)
+    try:
+        stream = batch_stream(accelerator, run.data, per_process_batch, args.seed, curricula)
+    except ValueError as err:  # a curriculum value the sampler rejects: still before the first step
+        raise RunSetupError(str(err)) from None
     total_steps = args.max_steps or math.ceil(args.epochs * stream.steps_per_epoch)
     optimizer = build_optimizer(model, args)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_multiplier(args, total_steps))
@@ -235,8 +249,10 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
         state = {**state, **saved}
         accelerator.print(f"resumed from {checkpoint} at step {state['global_step']}")
         if state["global_step"] > total_steps:
-            raise ResumeError(f"argument --resume: {checkpoint} is at step {state['global_step']}, past the "
-                              f"{total_steps} steps of this run; raise --max-steps or --epochs")
+            raise ResumeError(
+                f"argument --resume: {checkpoint} is at step {state['global_step']}, past the "
+                f"{total_steps} steps of this run; raise --max-steps or --epochs"
+            )
     if accelerator.is_main_process:
         run.output_dir.mkdir(parents=True, exist_ok=True)
     if args.report_to != "none":
