@@ -205,6 +205,36 @@ def instance_statistics(rows) -> dict[str, float]:
     }
 
 
+def _num_states(row: Mapping) -> int:
+    return 1 + max([row["start_state"]] + [max(e["src"], e["dst"]) for e in row["transitions"]])
+
+
+def automaton_states(row: Mapping, length: int | None = None) -> np.ndarray:
+    """The automaton's state after each token of a RegBench row (after ``|``: the start state).
+
+    Args:
+        row: mapping with ``text``, ``start_state`` and ``transitions`` ([{src, symbol, dst}]).
+        length: number of leading tokens to run (default: all of ``text``).
+
+    Returns:
+        Array of shape ``(length,)``: entry ``i`` is the state after reading ``text[: i + 1]``, the state that
+        emits ``text[i + 1]``.
+    """
+    delta = [[-1] * VOCAB_SIZE for _ in range(_num_states(row))]
+    for e in row["transitions"]:
+        delta[e["src"]][int(_TOKEN_ID[ord(e["symbol"])])] = e["dst"]
+    ids = _TOKEN_ID[np.frombuffer(row["text"].encode("ascii"), dtype=np.uint8)].tolist()  # (T,)
+    length = len(ids) if length is None else length
+    states = np.empty(max(length, 0), dtype=np.int64)  # (length,)
+    start = state = row["start_state"]
+    for i, tok in enumerate(ids[:length]):
+        state = start if tok == SEP_ID else delta[state][tok]
+        if state < 0:
+            raise ValueError(f"text[{i}]={row['text'][i]!r} is not an out-edge symbol of the current state")
+        states[i] = state
+    return states
+
+
 def next_token_truth(row: Mapping) -> np.ndarray:
     """Exact next-token distributions of a RegBench row (DESIGN §5.2).
 
@@ -218,21 +248,8 @@ def next_token_truth(row: Mapping) -> np.ndarray:
     Returns:
         Array of shape ``(len(text) - 1, 20)`` in :data:`REGBENCH_VOCAB` order.
     """
-    edges = row["transitions"]
-    num_states = 1 + max([row["start_state"]] + [max(e["src"], e["dst"]) for e in edges])
-    dist = np.zeros((num_states, VOCAB_SIZE))  # (S, V) uniform over out-edge symbols
-    delta = [[-1] * VOCAB_SIZE for _ in range(num_states)]
-    for e in edges:
-        c = int(_TOKEN_ID[ord(e["symbol"])])
-        dist[e["src"], c] = 1.0
-        delta[e["src"]][c] = e["dst"]
+    dist = np.zeros((_num_states(row), VOCAB_SIZE))  # (S, V) uniform over out-edge symbols
+    for e in row["transitions"]:
+        dist[e["src"], int(_TOKEN_ID[ord(e["symbol"])])] = 1.0
     dist /= np.maximum(dist.sum(axis=1, keepdims=True), 1.0)
-    ids = _TOKEN_ID[np.frombuffer(row["text"].encode("ascii"), dtype=np.uint8)].tolist()  # (T,)
-    states = np.empty(max(len(ids) - 1, 0), dtype=np.int64)  # (T-1,) state after text[: i + 1]
-    start = state = row["start_state"]
-    for i, tok in enumerate(ids[:-1]):
-        state = start if tok == SEP_ID else delta[state][tok]
-        if state < 0:
-            raise ValueError(f"text[{i}]={row['text'][i]!r} is not an out-edge symbol of the current state")
-        states[i] = state
-    return dist[states]  # (T-1, V)
+    return dist[automaton_states(row, len(row["text"]) - 1)]  # (T-1, V)
