@@ -9,6 +9,9 @@ from ..validation import CommandLineParser
 
 COMMANDS: dict[str, str] = {
     "slowfast": "hf_icl.analysis.slowfast",  # P3: ⟨y⟩ → (a, b) fit, n_i·n_j blocks, y-model vs folded vs baseline
+    "probe": "hf_icl.analysis.probes",  # P1 §5.2: n-gram count/frequency/existence and state-equivalence probes
+    "attention": "hf_icl.analysis.attention",  # P1 §5.1: attention maps with automaton states, n-gram-head mass
+    "pairwise-tvd": "hf_icl.analysis.pairwise_tvd",  # P1 §5.3 Fig. 5: TVD between every pair of predictors
 }
 """Command name -> module with `DESCRIPTION`, `add_arguments(parser)`, `run(args)` and optionally
 `check_arguments(args)` (raises `ValueError` naming the argument, before any work); add an analysis here."""
