@@ -35,12 +35,27 @@ def evaluate_text_mixture(model, tokenizer, rows, train_rows, batch_size: int = 
     unigram = -np.log(counts / counts.sum())[ids[:, 1:].numpy()]
     results = {"baselines": {"unigram": _summarise(unigram, cuts)}}
     if model is not None:
-        model.eval()
-        device = next(model.parameters()).device
-        losses = []
-        for start in range(0, len(ids), batch_size):
-            batch = ids[start : start + batch_size].to(device)
-            logits = model(batch).logits[:, :-1].float()  # (B, T−1, V)
-            losses.append(F.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none").cpu())
-        results["model"] = _summarise(torch.cat(losses).numpy(), cuts)
+        results["model"] = _summarise(next_token_losses(model, ids, batch_size), cuts)
     return results
+
+
+@torch.no_grad()
+def next_token_losses(model, ids: torch.Tensor, batch_size: int = 32) -> np.ndarray:
+    """The model's cross-entropy (nats) of every next token: `losses[r, p]` is that of `ids[r, p + 1]`.
+
+    Args:
+        model: a causal LM whose output has `.logits` (B, T, V).
+        ids: (N, T) token ids, equal-length rows.
+        batch_size: rows per forward pass.
+
+    Returns:
+        (N, T − 1) float array.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    losses = []
+    for start in range(0, len(ids), batch_size):
+        batch = ids[start : start + batch_size].to(device)
+        logits = model(batch).logits[:, :-1].float()  # (B, T−1, V)
+        losses.append(F.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none").cpu())
+    return torch.cat(losses).numpy()

@@ -10,7 +10,7 @@ line below (or call :func:`register_family` from your own code).
 from __future__ import annotations
 
 from . import copying, phonebook, recall  # noqa: F401  (public modules, as before the family registry)
-from .families import formal_language, generation, icl_arithmetic, regbench, text_mixture
+from .families import formal_language, generation, icl_arithmetic, regbench, text_lm, text_mixture
 from .families.function_classes import FAMILIES as FUNCTION_CLASS_FAMILIES
 from .families.generation import GENERATION_TASKS
 from .family import (
@@ -36,6 +36,7 @@ for _family in (
     generation.FAMILY,
     icl_arithmetic.FAMILY,
     text_mixture.FAMILY,
+    text_lm.FAMILY,
 ):
     register_family(_family)
 for _family in FUNCTION_CLASS_FAMILIES:  # the in-context regression suite (P5), one family per function class
