@@ -3,7 +3,8 @@
 #   train.py --config experiments/configs/regbench_cpu.yaml --architecture A [--ngram-heads 1:1,2,3] --max-steps STEPS
 # i.e. the same data, matched `tiny` presets, optimiser, schedule, batch size and number of steps.
 #   STEPS=1500 bash experiments/regbench_cpu_zoo.sh transformer mamba retnet gla hyena lstm retnet+ngh gla+ngh
-# A run whose metrics.json exists is reused; an interrupted one resumes. JOBS runs go in parallel, one thread each.
+# A run whose metrics.json exists is reused; an interrupted one resumes. JOBS runs go in parallel, one thread each
+# (the recipe's own `threads: 2` is for a single run on 2 cores).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUTPUT_ROOT:-outputs/regbench_cpu_zoo}
@@ -18,7 +19,7 @@ run() {  # run NAME: an architecture, optionally with "+ngh" for NGH^(1,2,3) aft
   local resume=()
   [[ -d "$OUT/$name/checkpoints" ]] && resume=(--resume)
   python train.py --config experiments/configs/regbench_cpu.yaml --architecture "$arch" "${extra[@]}" \
-    --max-steps "$STEPS" "${resume[@]}" --output-dir "$OUT/$name" > "$OUT/$name.log" 2>&1 \
+    --max-steps "$STEPS" --threads 1 "${resume[@]}" --output-dir "$OUT/$name" > "$OUT/$name.log" 2>&1 \
     && echo "done $name" || { echo "FAILED $name (see $OUT/$name.log)"; return 1; }
 }
 
