@@ -7,7 +7,9 @@ mixers) on a (B, T, d) input. "chunked" is the mixer as shipped: `ops.linear_rec
 (intra-chunk attention-style, inter-chunk state, C = `scan_chunk_size` = 64). "naive recurrent" is the same mixer
 and weights with that function swapped for a Python loop over time steps through `recurrent_step`, the decoding
 form (same maths: S_t = diag(exp g_t) S_{t−1} + k_tᵀ v_t, o_t = q_t S_t). Both are checked to agree before timing,
-run in one process, and report the median of repeats after a warm-up. ratio = naive / chunked.
+run in one process, and report the median of repeats after a warm-up (process CPU time by default, which load
+from other processes on a shared machine disturbs far less than wall time; `--clock wall` for wall time), the two
+forms interleaved over rounds and the best round kept. ratio = naive / chunked.
 A second table times the recurrence alone (the only part the two forms differ in) on the exact q, k, v and decays
 each mixer produces, since the projections, which both forms share, are a fixed cost in the first.
 """
@@ -16,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import statistics
+import time
 
 import torch
 from common import median_time, print_table
@@ -83,9 +87,24 @@ def recurrence_step(q, k, v, log_decay, chunk_size):
     return step
 
 
-def timed(step, form, repeats):
+def timed(step, form, repeats, clock="process"):
+    """Median time of `step` with `form` in place of the chunked recurrence, after one warm-up call."""
     with swapped(form):
-        return median_time(step, repeats=repeats, warmup=1)
+        if clock == "wall":
+            return median_time(step, repeats=repeats, warmup=1)
+        step()
+        times = []
+        for _ in range(repeats):
+            start = time.process_time()
+            step()
+            times.append(time.process_time() - start)
+        return statistics.median(times)
+
+
+def compare(step, repeats, clock, rounds):
+    """(naive, chunked) times, interleaved over `rounds` so drift in machine load hits both alike; best round."""
+    times = [[timed(step, form, repeats, clock) for form in (naive_recurrent, CHUNKED)] for _ in range(rounds)]
+    return [min(column) for column in zip(*times)]
 
 
 def main():
@@ -93,6 +112,8 @@ def main():
     parser.add_argument("--lengths", type=int, nargs="+", default=[512, 2048])
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--clock", choices=("process", "wall"), default="process")
     args = parser.parse_args()
     mixer_rows, recurrence_rows = [], []
     for name, arch in ARCHITECTURES.items():
@@ -106,15 +127,15 @@ def main():
                 with swapped(naive_recurrent):
                     torch.testing.assert_close(mixer(x), chunked, atol=1e-4, rtol=1e-4)
             step = forward_backward(mixer, x)
-            times = [timed(step, form, args.repeats) for form in (naive_recurrent, CHUNKED)]
-            mixer_rows.append((f"{name} T={length}", *times))
+            mixer_rows.append((f"{name} T={length}", *compare(step, args.repeats, args.clock, args.rounds)))
             q, k, v, log_decay, chunk_size = recurrence_inputs(mixer, x)
             step = recurrence_step(q, k, v, log_decay, chunk_size)
-            times = [timed(step, form, args.repeats) for form in (naive_recurrent, CHUNKED)]
+            times = compare(step, args.repeats, args.clock, args.rounds)
             recurrence_rows.append((f"{name} T={length} (Dk={q.shape[-1]}, Dv={v.shape[-1]})", *times))
     print(
         f"batch {args.batch}, d={config.hidden_size}, {config.num_attention_heads} heads, "
-        f"chunk {config.scan_chunk_size}, threads={torch.get_num_threads()}; ratio = naive / chunked\n"
+        f"chunk {config.scan_chunk_size}, threads={torch.get_num_threads()}, {args.clock} time; "
+        "ratio = naive / chunked\n"
     )
     print("Mixer layer (projections, gates and norms included), training forward + backward:\n")
     print_table(mixer_rows, unit="s", ours="naive recurrent", reference="chunked")

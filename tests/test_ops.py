@@ -30,6 +30,28 @@ def test_short_conv_matches_definition_and_streams(kernel_size):
     assert state.get("conv_window").shape == (2, kernel_size - 1, 5)
 
 
+@pytest.mark.parametrize("kernel_size", [1, 4])
+@pytest.mark.parametrize("length", [1, 2, 9])  # shorter than the kernel too
+def test_short_conv_gradients_match_conv1d(kernel_size, length):
+    # The pure path is k shifted multiply-adds with a hand-written backward; PyTorch's conv1d is the oracle.
+    torch.manual_seed(0)
+    conv = CausalDepthwiseConv(5, kernel_size).double()
+    x = torch.randn(2, length, 5, dtype=torch.float64)
+    grads = []
+    for form in ("shifted", "conv1d"):
+        leaf = x.clone().requires_grad_()
+        if form == "shifted":
+            out = conv(leaf)
+        else:
+            padded = torch.cat([leaf.new_zeros(2, kernel_size - 1, 5), leaf], dim=1)
+            out = conv.conv(padded.transpose(1, 2)).transpose(1, 2)
+        out.sin().sum().backward()
+        grads.append([out, leaf.grad, conv.conv.weight.grad.clone(), conv.conv.bias.grad.clone()])
+        conv.zero_grad()
+    for ours, ref in zip(*grads):
+        torch.testing.assert_close(ours, ref)
+
+
 @pytest.mark.skipif(
     short_conv.causal_conv1d_fn is None or not torch.cuda.is_available(),
     reason="the causal-conv1d kernel needs CUDA and the causal-conv1d package",

@@ -127,7 +127,8 @@ class MambaMixer(nn.Module):
     def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         mask = token_mask(attention_mask, hidden_states.shape[1])  # (B, T) or None
         state = cache.layer_state(self.layer_idx) if cache is not None else None
-        x, z = self.in_proj(hidden_states).chunk(2, dim=-1)  # (B, T, d_inner) each
+        # two matmuls with contiguous outputs: slices of one (B, T, 2·d_inner) output make every later op strided
+        x, z = (F.linear(hidden_states, weight) for weight in self.in_proj.weight.chunk(2))  # (B, T, d_inner) each
         x = zero_padding(F.silu(self.conv(zero_padding(x, mask), state)), mask)
         y = self.run_ssm(x, state, mask)  # (B, T, d_inner)
         return self.out_proj(y * F.silu(z))  # (B, T, d)

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .chunk_states import ChunkStates
 from .padding import token_mask, zero_padding
 from .residual import residual_projection
 
@@ -61,23 +62,55 @@ def _decay_mask(b, causal):
     return (b[..., :, None, :] - b[..., None, :, :]).float().masked_fill(~causal[..., None], float("-inf")).exp()
 
 
-def _intra_scores(q, k, b, causal):
+def _intra_scores(q, k, q_decayed, b, b32, causal):
     """Intra-chunk scores A_ij = Σ_d q_id k_jd exp(b_id − b_jd), j ≤ i: (B, H, N, C, C).
 
-    `b` (B, H, N, C, 1|Dk) are float64 prefix sums of the log decays inside each chunk.
+    `b` (B|1, H, N|1, C, 1|Dk) are float64 prefix sums of the log decays inside each chunk, `b32` the same in
+    float32 and `q_decayed` is q ⊙ exp(b).
     """
     if b.shape[-1] == 1:  # one decay per head: a (C, C) mask
         return (q @ k.transpose(-1, -2)) * _decay_mask(b, causal)[..., 0]
-    b32 = b.float()
     # exp(b_i) ≤ 1 always; exp(−b_j) ≤ exp(SAFE_EXPONENT) once clamped, exact wherever the chunk is safe
-    scores = (q * b32.exp()) @ (k * (-b32).clamp(max=SAFE_EXPONENT).exp()).transpose(-1, -2)
-    scores = scores.masked_fill(~causal, 0.0)
+    scores = torch.tril(q_decayed @ (k * (-b32).clamp(max=SAFE_EXPONENT).exp()).transpose(-1, -2))
     unsafe = (b32[..., -1, :] < -SAFE_EXPONENT).any(-1)  # (B, H, N): chunks that decay beyond the bound
     if bool(unsafe.any()):
         idx = unsafe.nonzero(as_tuple=True)
         explicit = (_decay_mask(b[idx], causal) * k[idx][:, None] * q[idx][:, :, None]).sum(-1)  # (M, C, C)
         scores = scores.index_put(idx, explicit)
     return scores
+
+
+def _prefix_sums(log_decay, batch, length, size):
+    """Float64 prefix sums of the log decays g inside each chunk, from the chunk start and to the chunk end.
+
+    Args:
+        log_decay: g (B|1, H|1, T|1, 1|Dk).
+        batch, length, size: B, T and the chunk length C.
+
+    Returns:
+        `(b, to_end, total)`: b_i = Σ_{s ≤ i} g_s (B|1, H, N|1, C, 1|Dk), b_C − b_i (B|1, H, N, C, 1|Dk) and b_C
+        (B|1, H, N, 1, 1|Dk); positions past the end of the sequence add nothing. A per-head decay fixed over
+        batch and time (RetNet's) gives b_i = (i + 1) g once for all chunks instead of per-chunk tensors.
+    """
+    n = -(-length // size)
+    if log_decay.shape[0] == 1 and log_decay.shape[2] == 1 and log_decay.shape[3] == 1:  # fixed per head
+        g = log_decay.double()[:, :, None]  # (1, H|1, 1, 1, 1)
+        steps = torch.arange(1, size + 1, device=g.device, dtype=g.dtype)  # (C,): i + 1
+        real = (length - size * torch.arange(n, device=g.device, dtype=g.dtype)).clamp(max=size)  # (N,)
+        to_end = (real[:, None] - steps).clamp(min=0)  # (N, C): steps left in the chunk
+        return g * steps[:, None], g * to_end[..., None], g * real[:, None, None]
+    g = F.pad(log_decay.expand(batch, -1, length, -1), (0, 0, 0, n * size - length))  # (B, H, T + pad, 1|Dk)
+    b = g.double().view(batch, g.shape[1], n, size, -1).cumsum(dim=3)  # (B, H, N, C, 1|Dk)
+    total = b[:, :, :, -1:]
+    return b, total - b, total
+
+
+def _in_chunks(x, n, size):
+    """(B, H, T, D) → contiguous float32 (B, H, N, C, D), zero-padded to N·C positions, with a single copy."""
+    x = x.float().contiguous()
+    if n * size > x.shape[2]:
+        x = F.pad(x, (0, 0, 0, n * size - x.shape[2]))
+    return x.view(*x.shape[:2], n, size, -1)
 
 
 def chunked_linear_attention(q, k, v, log_decay=None, chunk_size: int = 64, initial_state=None):
@@ -96,34 +129,31 @@ def chunked_linear_attention(q, k, v, log_decay=None, chunk_size: int = 64, init
     """
     batch, heads, length, dk = q.shape
     dv = v.shape[-1]
-    g = None
-    if log_decay is not None:
-        width = dk if log_decay.shape[-1] == dk else 1
-        g = log_decay.float().expand(batch, heads, length, width)  # (B, H, T, 1|Dk)
     if q.is_cuda and chunk_simple_gla is not None:  # pragma: no cover - CUDA only
+        g = None if log_decay is None else log_decay.float()
+        if g is not None:
+            g = g.expand(batch, heads, length, dk if g.shape[-1] == dk else 1)  # (B, H, T, 1|Dk)
         return _fla_chunked(q, k, v, g, initial_state)
     size = max(1, min(chunk_size, length))
     pad = -length % size
     n = (length + pad) // size
-    q, k, v = (F.pad(x.float(), (0, 0, 0, pad)).view(batch, heads, n, size, -1) for x in (q, k, v))  # (B,H,N,C,D)
-    state = q.new_zeros(batch, heads, dk, dv) if initial_state is None else initial_state.float()
+    q, k, v = (_in_chunks(x, n, size) for x in (q, k, v))  # (B, H, N, C, D), contiguous
+    state = None if initial_state is None else initial_state.float()
     causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()  # (C, C): j ≤ i
-    if g is None:
-        scores = (q @ k.transpose(-1, -2)).masked_fill(~causal, 0.0)  # (B, H, N, C, C)
-        updates = k.transpose(-1, -2) @ v  # (B, H, N, Dk, Dv)
-        totals = updates.cumsum(dim=2)
-        entering = state[:, :, None] + totals - updates  # (B, H, N, Dk, Dv): the state before each chunk
-        out = scores @ v + q @ entering
-        return out.reshape(batch, heads, n * size, dv)[:, :, :length].to(v.dtype), state + totals[:, :, -1]
-    b = F.pad(g, (0, 0, 0, pad)).view(batch, heads, n, size, -1).double().cumsum(dim=3)  # (B, H, N, C, 1|Dk)
-    scores = _intra_scores(q, k, b, causal)  # (B, H, N, C, C)
-    updates = (k * (b[:, :, :, -1:] - b).float().exp()).transpose(-1, -2) @ v  # (B, H, N, Dk, Dv)
-    entering = []
-    for decay, update in zip(b[:, :, :, -1, :, None].float().exp().unbind(2), updates.unbind(2)):
-        entering.append(state)  # unbind (not indexing) keeps the backward O(N)
-        state = decay * state + update
-    out = scores @ v + (q * b.float().exp()) @ torch.stack(entering, dim=2)  # (B, H, N, C, Dv)
-    return out.reshape(batch, heads, n * size, dv)[:, :, :length].to(v.dtype), state
+    if log_decay is None:
+        scores = torch.tril(q @ k.transpose(-1, -2))  # (B, H, N, C, C)
+        out, state = ChunkStates.apply(scores, q, k, v, None, state)
+    else:
+        g = log_decay.float().reshape((1,) * (4 - log_decay.dim()) + tuple(log_decay.shape))  # 4-D
+        b, to_end, total = _prefix_sums(g, batch, length, size)
+        b32 = b.float()
+        q_decayed = q * b32.exp()  # q ⊙ exp(b_i)
+        k_decayed = k * to_end.float().exp()  # k ⊙ exp(b_C − b_j)
+        scores = _intra_scores(q, k, q_decayed, b, b32, causal)  # (B, H, N, C, C)
+        decay = total.float().exp().transpose(-1, -2)  # (B|1, H, N, 1|Dk, 1): exp(b_C)
+        out, state = ChunkStates.apply(scores, q_decayed, k_decayed, v, decay, state)
+    out = out.view(batch, heads, n * size, dv)
+    return (out[:, :, :length] if pad else out).to(v.dtype), state
 
 
 def recurrent_step(q, k, v, log_decay=None, state=None):
@@ -223,15 +253,30 @@ class GatedLinearRecurrenceMixer(nn.Module):
     def rotate(self, query, key, cache):
         return query, key
 
+    def project(self, hidden_states):
+        """q (scaled by 1/√Dk), k and v in one matmul: the three weights are stacked on the fly (parameters and
+        checkpoints keep W_q, W_k, W_v apart), so the input is read once and its gradient is one matmul.
+
+        Returns:
+            query, key (B, H, T, Dk) and value (B, H, T, Dv), views of one (B, T, ·) output.
+        """
+        scale = self.key_dim**-0.5  # folded into W_q: the recurrence is linear in q, and RoPE commutes with it
+        layers = (self.q_proj, self.k_proj, self.v_proj)
+        weight = torch.cat([self.q_proj.weight * scale, self.k_proj.weight, self.v_proj.weight])  # (2·H·Dk + H·Dv, d)
+        bias = None
+        if self.q_proj.bias is not None:
+            bias = torch.cat([self.q_proj.bias * scale, self.k_proj.bias, self.v_proj.bias])
+        fused = F.linear(hidden_states, weight, bias)  # (B, T, 2·H·Dk + H·Dv)
+        heads = (*hidden_states.shape[:2], self.num_heads, -1)
+        parts = fused.split([layer.out_features for layer in layers], dim=-1)
+        return (part.view(heads).transpose(1, 2) for part in parts)  # (B, H, T, Dk), (B, H, T, Dk), (B, H, T, Dv)
+
     def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         batch, length, _ = hidden_states.shape
-        heads = (batch, length, self.num_heads, -1)
-        query, key, value = (
-            proj(hidden_states).view(heads).transpose(1, 2) for proj in (self.q_proj, self.k_proj, self.v_proj)
-        )  # (B, H, T, Dk), (B, H, T, Dk), (B, H, T, Dv)
+        query, key, value = self.project(hidden_states)
         query, key = self.rotate(query, key, cache)
         out = linear_recurrence(
-            query * self.key_dim**-0.5,
+            query,
             key,
             value,
             self.log_decay(hidden_states),
@@ -240,5 +285,5 @@ class GatedLinearRecurrenceMixer(nn.Module):
             chunk_size=self.config.scan_chunk_size,
         )  # (B, H, T, Dv)
         out = F.layer_norm(out, (self.value_dim,), eps=self.config.layer_norm_epsilon)  # per head, no affine
-        out = out.transpose(1, 2).reshape(batch, length, -1)  # (B, T, H·Dv)
-        return self.out_proj(F.silu(self.g_proj(hidden_states)) * out)  # (B, T, d)
+        gate = F.silu(self.g_proj(hidden_states)).view(batch, length, self.num_heads, -1)  # (B, T, H, Dv)
+        return self.out_proj((gate * out.transpose(1, 2)).reshape(batch, length, -1))  # (B, T, d)

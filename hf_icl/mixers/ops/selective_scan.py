@@ -49,9 +49,8 @@ def _discretize(x, delta, A_log2, B, decay, inject):
 
 def _recur(decay, inject, state):
     """Run h_j = decay_j ⊙ h_{j−1} + inject_j over the chunk in place of `inject`; returns all states (L, B, N, D)."""
-    for j in range(inject.shape[0]):
-        inject[j].addcmul_(decay[j], state)
-        state = inject[j]
+    for decay_j, state_j in zip(decay.unbind(0), inject.unbind(0)):  # unbind: one call for all the views
+        state = state_j.addcmul_(decay_j, state)
     return inject
 
 
@@ -93,7 +92,7 @@ class ChunkedSelectiveScan(torch.autograd.Function):
         length = x.shape[0]
         grad_x, grad_delta = torch.empty_like(x), torch.empty_like(delta)
         grad_B, grad_C, grad_A = torch.empty_like(B), torch.empty_like(C), torch.zeros_like(A_log2)
-        grad_y = grad_y if grad_y is not None else torch.zeros_like(x)
+        grad_y = grad_y.contiguous() if grad_y is not None else torch.zeros_like(x)  # (T, B, D) rows for bmm
         buffers = x.new_empty(4, min(ctx.chunk_size, length), *starts.shape[1:])
         # ∂loss/∂(last state of the chunk) from outside it: the final-state gradient, then each later chunk's.
         carry = grad_state if grad_state is not None else torch.zeros_like(starts[0])
@@ -106,8 +105,9 @@ class ChunkedSelectiveScan(torch.autograd.Function):
             _recur(decay, states, start)
             torch.mul(C[s:e][..., None], dy[:, :, None, :], out=grad_h)  # y_t's own contribution C_t dy_tᵀ
             grad_h[-1] += carry
-            for j in range(e - s - 2, -1, -1):  # adjoint recurrence, backwards in time
-                grad_h[j].addcmul_(decay[j + 1], grad_h[j + 1])
+            later = grad_h[-1]
+            for decay_j, grad_j in zip(decay.unbind(0)[:0:-1], grad_h.unbind(0)[-2::-1]):  # adjoint, backwards in time
+                later = grad_j.addcmul_(decay_j, later)  # dh_j += exp(Δ_{j+1} A) ⊙ dh_{j+1}
             carry = decay[0] * grad_h[0]  # ∂loss/∂h_{s−1}
             # y_t = C_tᵀ h_t; contractions over D use the transposed (row-major) state, ~10× faster than over N
             torch.bmm(_rows(dy)[:, None], _rows(states).transpose(1, 2), out=_rows(grad_C[s:e])[:, None])
