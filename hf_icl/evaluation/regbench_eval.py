@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import torch
 
@@ -38,7 +40,13 @@ def model_next_token_probs(model, tokenizer, texts: list[str], batch_size: int =
 
 
 def evaluate_regbench(
-    model, tokenizer, rows, batch_size: int = 64, baseline_orders=(1, 2, 3), normalized_orders=(3,)
+    model,
+    tokenizer,
+    rows,
+    batch_size: int = 64,
+    baseline_orders=(1, 2, 3),
+    normalized_orders=(3,),
+    extra_baselines: Mapping[str, object] | None = None,
 ) -> dict:
     """Accuracy and TVD of the model and of the in-context n-gram baselines on `rows`.
 
@@ -49,6 +57,8 @@ def evaluate_regbench(
         batch_size: texts per forward pass.
         baseline_orders: orders of the paper-variant n-gram baseline.
         normalized_orders: orders of the normalised n-gram baseline.
+        extra_baselines: further predictors by name (e.g. `BaumWelch()`), each with `predict_proba_batch(texts)`
+            or `predict_proba(text)` returning `(len(text) − 1, V)` arrays; scored into `results["baselines"][name]`.
 
     Returns:
         `{"model": {"accuracy", "tvd"}, "baselines": {"3-gram (paper)": {...}, ...}}`.
@@ -63,4 +73,10 @@ def evaluate_regbench(
             baseline = InContextNGram(n, variant=variant)
             probs = [baseline.predict_proba(text) for text in texts]
             results["baselines"][f"{n}-gram ({variant})"] = regbench_metrics(probs, rows)
+    for name, baseline in (extra_baselines or {}).items():
+        if hasattr(baseline, "predict_proba_batch"):
+            probs = baseline.predict_proba_batch(texts)
+        else:
+            probs = [baseline.predict_proba(text) for text in texts]
+        results["baselines"][name] = regbench_metrics(probs, rows)
     return results

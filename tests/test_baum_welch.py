@@ -1,0 +1,137 @@
+"""In-context Baum–Welch HMM (P1 Algorithm 2, App. C.2–C.4; DESIGN §5.8): masks, per-prefix oracle, EM, CLI."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hf_icl.analysis.__main__ import main as analysis_main
+from hf_icl.baselines import BaumWelch, InContextNGram
+from hf_icl.baselines.baum_welch import EPS, initial_parameters, letter_ids, start_mask, transition_mask
+from hf_icl.evaluation import regbench_metrics
+from hf_icl.evaluation.regbench_eval import evaluate_regbench
+
+_spec = importlib.util.spec_from_file_location(
+    "_baum_welch_reference", Path(__file__).resolve().parents[1] / "benchmarks" / "_baum_welch_reference.py"
+)
+_reference = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_reference)
+reference_predict_proba, reference_fit = _reference.reference_predict_proba, _reference.reference_fit
+
+strings = st.text(alphabet="abcd", min_size=1, max_size=7)
+texts = st.lists(strings, min_size=1, max_size=4).map("|".join)
+
+
+def test_transition_mask_matches_appendix_c3():
+    # M = 3, state (i, j) = 3i + j. Free: (i, j) -> (j, k) for i != j, any k; rows (i, i) have none.
+    expected = {1: {3, 4, 5}, 2: {6, 7, 8}, 3: {0, 1, 2}, 5: {6, 7, 8}, 6: {0, 1, 2}, 7: {3, 4, 5}}
+    mask = transition_mask(3)
+    assert {int(row): set(np.flatnonzero(mask[row]).tolist()) for row in np.flatnonzero(mask.any(1))} == expected
+    full = transition_mask(12)  # the paper's 144 states
+    assert full.shape == (144, 144) and full.sum() == 132 * 12
+    assert full[1 * 12 + 2, 2 * 12 + 5] and full[1 * 12 + 2, 2 * 12 + 2]  # (1,2) -> (2,5), (1,2) -> (2,2)
+    assert not full[1 * 12 + 2, 3 * 12 + 5]  # (1,2) -> (3,5): the shared state differs
+    assert not full[2 * 12 + 2].any()  # (2,2) -> anything: no self-repeat
+
+
+def test_start_mask_and_cold_start_match_appendix_c4():
+    assert np.flatnonzero(start_mask(3)).tolist() == [1, 2]  # (0,1), (0,2)
+    assert np.flatnonzero(start_mask(12)).tolist() == list(range(1, 12))
+    a, b, pi = initial_parameters(12, seed=0)
+    np.testing.assert_allclose([a.sum(1), b.sum(1)], 1, atol=1e-12)
+    free, other = 11 * (1 + EPS), (144 - 11) * EPS  # π ∝ 1 + ε on (0, j), j ≠ 0, and ε elsewhere
+    assert pi[1:12].sum() == pytest.approx(free / (free + other)) and np.ptp(pi[1:12]) == 0 == np.ptp(pi[12:])
+    masked = np.where(~transition_mask(12), a, np.nan)  # every masked entry of a row is ε / Z_row
+    np.testing.assert_allclose(np.nanmax(masked, 1), np.nanmin(masked, 1), rtol=1e-12)
+    np.testing.assert_allclose(a[2 * 12 + 2], 1 / 144)  # a row with no free entry is uniform
+    assert (np.nanmax(masked[~np.eye(12, dtype=bool).ravel()], 1) < 1e-4).all()
+
+
+@settings(max_examples=12, deadline=None)
+@given(text=texts.map(lambda t: t + "a"), m=st.sampled_from([2, 3]), warm=st.booleans())
+def test_matches_per_prefix_reference_on_small_strings(text, m, warm):
+    ours = BaumWelch(m, warm_start=warm).predict_proba(text)
+    np.testing.assert_allclose(ours, reference_predict_proba(text, m, warm_start=warm), atol=1e-8)
+
+
+@pytest.mark.parametrize("warm", [False, True])
+def test_matches_reference_with_the_papers_144_states(warm):
+    text = "abcab|bcab|ca|abca|b"
+    ours = BaumWelch(warm_start=warm).predict_proba(text)
+    np.testing.assert_allclose(ours, reference_predict_proba(text, warm_start=warm), atol=1e-8)
+
+
+def test_batch_equals_one_by_one_and_float32_is_close():
+    batch = ["ab|ba|abc", "abcab|bca|cab|a", "cc|ab", "a", "ba"]
+    model, single = BaumWelch(3, batch_size=2), BaumWelch(3, dtype=torch.float32)
+    for text, probs in zip(batch, model.predict_proba_batch(batch)):
+        np.testing.assert_allclose(probs, model.predict_proba(text), atol=1e-12)
+        np.testing.assert_allclose(single.predict_proba(text), probs, atol=1e-5)
+
+
+@settings(max_examples=8, deadline=None)
+@given(text=texts.map(lambda t: t + "b"))
+def test_em_iterations_do_not_decrease_the_likelihood(text):
+    letters = sum(map(len, letter_ids(text[:-1])))
+    for eps in (EPS, 1e-10):
+        history = BaumWelch(3, eps=eps).fit_log_likelihoods(text)  # (iterations + 1, K)
+        # Exact EM never decreases log P(O); the ε pseudo-counts perturb each M-step by O(ε) per letter.
+        assert (np.diff(history, axis=0) >= -eps * letters).all()
+        assert (history[-1] >= history[0]).all()
+    corpus = letter_ids(text[:-1])
+    _, _, expected = reference_fit(corpus, *initial_parameters(3, 0, EPS), 10, EPS)
+    np.testing.assert_allclose(BaumWelch(3).fit_log_likelihoods(text)[:, -1], expected, rtol=1e-10)
+
+
+def test_rows_are_distributions_over_the_ngram_vocabulary():
+    text = "abcab|bcab|ca|abca|bc"
+    probs, ngram = BaumWelch().predict_proba(text), InContextNGram(3).predict_proba(text)
+    assert probs.shape == ngram.shape == (len(text) - 1, 20)
+    assert (probs >= 0).all()
+    np.testing.assert_allclose(probs.sum(1), 1, atol=1e-12)
+    # '.' and '|' are never emitted, so they get only what unvisited states (uniform B rows) give them
+    np.testing.assert_array_equal(probs[:, 0], probs[:, 19])
+    assert probs[-1, 0] < 1e-3
+    assert probs.argmax(1).min() >= 1 and probs.argmax(1).max() <= 4  # a letter seen in the context
+
+
+def test_rejects_bad_texts_and_arguments():
+    with pytest.raises(ValueError, match="only a..r"):
+        BaumWelch().predict_proba("ab|x")
+    with pytest.raises(ValueError, match="starts with"):
+        BaumWelch().predict_proba("|ab")
+    with pytest.raises(ValueError, match="num_iterations=-1"):
+        BaumWelch(num_iterations=-1)
+    assert BaumWelch().predict_proba("a").shape == (0, 20)
+
+
+def test_evaluator_scores_extra_baselines_only_when_asked():
+    rows = [
+        {
+            "text": "ab|ab",
+            "start_state": 0,
+            "transitions": [{"src": 0, "symbol": "a", "dst": 1}, {"src": 1, "symbol": "b", "dst": 0}],
+        }
+    ]
+    plain = evaluate_regbench(None, None, rows)
+    assert "Baum–Welch" not in plain["baselines"]
+    extra = evaluate_regbench(None, None, rows, extra_baselines={"Baum–Welch": BaumWelch(3)})
+    assert extra["baselines"]["Baum–Welch"] == regbench_metrics([BaumWelch(3).predict_proba("ab|ab")], rows)
+    assert {k: v for k, v in extra["baselines"].items() if k != "Baum–Welch"} == plain["baselines"]
+
+
+def test_regbench_baselines_command(tmp_path, capsys):
+    # the test split does not depend on n_train; 150 keeps the generated training split small
+    results = analysis_main(["regbench-baselines", "--n-train", "150", "--max-rows", "1", "--output", str(tmp_path)])
+    written = json.loads((tmp_path / "metrics.json").read_text())
+    assert written["num_rows"] == 1 and (tmp_path / "regbench_baselines.png").stat().st_size > 0
+    assert set(written["baselines"]) >= {"3-gram (paper)", "Baum–Welch"}
+    assert written["baselines"]["Baum–Welch"] == pytest.approx(results["baselines"]["Baum–Welch"])
+    with pytest.raises(SystemExit) as exit_info:
+        analysis_main(["regbench-baselines", "--n-train", "0", "--output", str(tmp_path)])
+    assert exit_info.value.code == 2 and "--n-train" in capsys.readouterr().err
