@@ -12,6 +12,7 @@ COMMANDS: dict[str, str] = {
     "probe": "hf_icl.analysis.probes",  # P1 §5.2: n-gram count/frequency/existence and state-equivalence probes
     "attention": "hf_icl.analysis.attention",  # P1 §5.1: attention maps with automaton states, n-gram-head mass
     "pairwise-tvd": "hf_icl.analysis.pairwise_tvd",  # P1 §5.3 Fig. 5: TVD between every pair of predictors
+    "lnw": "hf_icl.analysis.lnw",  # P1 App. D: train LNW / LNW_r / LNW_b on RegBench, accuracy and TVD on test
     "regbench-baselines": "hf_icl.analysis.regbench_baselines",  # P1 Fig. 2: n-grams, Baum–Welch, LNW, a model
 }
 """Command name -> module with `DESCRIPTION`, `add_arguments(parser)`, `run(args)` and optionally
