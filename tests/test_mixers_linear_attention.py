@@ -91,7 +91,8 @@ def test_per_key_dim_paths_match_naive_in_values_and_gradients(strengths):
 
 @pytest.mark.parametrize("kind", DECAYS)
 @pytest.mark.parametrize("length", [16, 29])  # whole chunks, and a padded last chunk
-def test_chunked_gradients_equal_naive_recurrence(kind, length):
+@pytest.mark.parametrize("decay_grad", [True, False])  # constant per-head decays take the in-function mask
+def test_chunked_gradients_equal_naive_recurrence(kind, length, decay_grad):
     # The chunked form has a hand-written backward (ops.chunk_states): every input, the decay and the initial
     # state get the naive recurrence's gradients, from both the outputs and the final state.
     q, k, v, g = make_inputs(kind, 2, 2, length, 4, 3, 0.5)
@@ -102,9 +103,11 @@ def test_chunked_gradients_equal_naive_recurrence(kind, length):
         ("naive", lambda *a: naive_recurrence(*a[:3], expand(a[3], a[0]), a[4])),
     ):
         leaves = [None if x is None else x.clone().requires_grad_() for x in (q, k, v, g, state)]
+        if leaves[3] is not None and not decay_grad:
+            leaves[3] = g
         out, final = fn(*leaves)
         (out.double().sin().sum() + final.double().cos().sum()).backward()
-        grads[name] = [x.grad.double() for x in leaves if x is not None]
+        grads[name] = [x.grad.double() for x in leaves if x is not None and x.requires_grad]
     for ours, ref in zip(grads["chunked"], grads["naive"]):
         torch.testing.assert_close(ours, ref, atol=1e-5 * (1 + ref.abs().max().item()), rtol=0)
 

@@ -32,11 +32,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .chunk_decays import KeyDimDecays, head_decays, key_dim_scores
 from .chunk_states import ChunkStates
 from .padding import token_mask, zero_padding
 from .residual import residual_projection
-
-SAFE_EXPONENT = 30.0  # per-key-dim decays: factor exp(b_i − b_j) into q and k while |b| ≤ this inside a chunk
 
 try:  # pragma: no cover - CUDA only
     from fla.ops.gla import chunk_gla
@@ -55,54 +54,6 @@ def _fla_chunked(q, k, v, g, initial_state):  # pragma: no cover - CUDA only
         g = None if g is None else g[..., 0].transpose(1, 2)  # (B, T, H)
         out, final = chunk_simple_gla(q, k, v, g=g, scale=1.0, initial_state=state, output_final_state=True)
     return out.transpose(1, 2), final
-
-
-def _decay_mask(b, causal):
-    """exp(b_i − b_j) for j ≤ i, else 0: (..., C, C, G) from float64 prefix sums b (..., C, G)."""
-    return (b[..., :, None, :] - b[..., None, :, :]).float().masked_fill(~causal[..., None], float("-inf")).exp()
-
-
-def _intra_scores(q, k, q_decayed, b, b32, causal):
-    """Intra-chunk scores A_ij = Σ_d q_id k_jd exp(b_id − b_jd), j ≤ i: (B, H, N, C, C).
-
-    `b` (B|1, H, N|1, C, 1|Dk) are float64 prefix sums of the log decays inside each chunk, `b32` the same in
-    float32 and `q_decayed` is q ⊙ exp(b).
-    """
-    if b.shape[-1] == 1:  # one decay per head: a (C, C) mask
-        return (q @ k.transpose(-1, -2)) * _decay_mask(b, causal)[..., 0]
-    # exp(b_i) ≤ 1 always; exp(−b_j) ≤ exp(SAFE_EXPONENT) once clamped, exact wherever the chunk is safe
-    scores = torch.tril(q_decayed @ (k * (-b32).clamp(max=SAFE_EXPONENT).exp()).transpose(-1, -2))
-    unsafe = (b32[..., -1, :] < -SAFE_EXPONENT).any(-1)  # (B, H, N): chunks that decay beyond the bound
-    if bool(unsafe.any()):
-        idx = unsafe.nonzero(as_tuple=True)
-        explicit = (_decay_mask(b[idx], causal) * k[idx][:, None] * q[idx][:, :, None]).sum(-1)  # (M, C, C)
-        scores = scores.index_put(idx, explicit)
-    return scores
-
-
-def _prefix_sums(log_decay, batch, length, size):
-    """Float64 prefix sums of the log decays g inside each chunk, from the chunk start and to the chunk end.
-
-    Args:
-        log_decay: g (B|1, H|1, T|1, 1|Dk).
-        batch, length, size: B, T and the chunk length C.
-
-    Returns:
-        `(b, to_end, total)`: b_i = Σ_{s ≤ i} g_s (B|1, H, N|1, C, 1|Dk), b_C − b_i (B|1, H, N, C, 1|Dk) and b_C
-        (B|1, H, N, 1, 1|Dk); positions past the end of the sequence add nothing. A per-head decay fixed over
-        batch and time (RetNet's) gives b_i = (i + 1) g once for all chunks instead of per-chunk tensors.
-    """
-    n = -(-length // size)
-    if log_decay.shape[0] == 1 and log_decay.shape[2] == 1 and log_decay.shape[3] == 1:  # fixed per head
-        g = log_decay.double()[:, :, None]  # (1, H|1, 1, 1, 1)
-        steps = torch.arange(1, size + 1, device=g.device, dtype=g.dtype)  # (C,): i + 1
-        real = (length - size * torch.arange(n, device=g.device, dtype=g.dtype)).clamp(max=size)  # (N,)
-        to_end = (real[:, None] - steps).clamp(min=0)  # (N, C): steps left in the chunk
-        return g * steps[:, None], g * to_end[..., None], g * real[:, None, None]
-    g = F.pad(log_decay.expand(batch, -1, length, -1), (0, 0, 0, n * size - length))  # (B, H, T + pad, 1|Dk)
-    b = g.double().view(batch, g.shape[1], n, size, -1).cumsum(dim=3)  # (B, H, N, C, 1|Dk)
-    total = b[:, :, :, -1:]
-    return b, total - b, total
 
 
 def _in_chunks(x, n, size):
@@ -128,7 +79,6 @@ def chunked_linear_attention(q, k, v, log_decay=None, chunk_size: int = 64, init
         `(out, final_state)`: out (B, H, T, Dv) in v's dtype; final_state (B, H, Dk, Dv) in float32.
     """
     batch, heads, length, dk = q.shape
-    dv = v.shape[-1]
     if q.is_cuda and chunk_simple_gla is not None:  # pragma: no cover - CUDA only
         g = None if log_decay is None else log_decay.float()
         if g is not None:
@@ -141,19 +91,24 @@ def chunked_linear_attention(q, k, v, log_decay=None, chunk_size: int = 64, init
     state = None if initial_state is None else initial_state.float()
     causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()  # (C, C): j ≤ i
     if log_decay is None:
-        scores = torch.tril(q @ k.transpose(-1, -2))  # (B, H, N, C, C)
-        out, state = ChunkStates.apply(scores, q, k, v, None, state)
-    else:
-        g = log_decay.float().reshape((1,) * (4 - log_decay.dim()) + tuple(log_decay.shape))  # 4-D
-        b, to_end, total = _prefix_sums(g, batch, length, size)
-        b32 = b.float()
-        q_decayed = q * b32.exp()  # q ⊙ exp(b_i)
-        k_decayed = k * to_end.float().exp()  # k ⊙ exp(b_C − b_j)
-        scores = _intra_scores(q, k, q_decayed, b, b32, causal)  # (B, H, N, C, C)
-        decay = total.float().exp().transpose(-1, -2)  # (B|1, H, N, 1|Dk, 1): exp(b_C)
-        out, state = ChunkStates.apply(scores, q_decayed, k_decayed, v, decay, state)
-    out = out.view(batch, heads, n * size, dv)
-    return (out[:, :, :length] if pad else out).to(v.dtype), state
+        out, state = ChunkStates.apply(q, k, v, None, causal.float(), None, None, None, state)
+        return _from_chunks(out, length, v.dtype), state
+    g = log_decay.float().reshape((1,) * (4 - log_decay.dim()) + tuple(log_decay.shape))  # (B|1, H|1, T|1, 1|Dk)
+    if g.shape[-1] == 1 and not g.requires_grad:  # a (C, C) decay mask per head, applied inside ChunkStates
+        mask, *scales, decay = head_decays(g, batch, length, size, causal)
+        out, state = ChunkStates.apply(q, k, v, None, mask, *scales, decay.transpose(-1, -2), state)
+        return _from_chunks(out, length, v.dtype), state
+    g = _in_chunks(g.expand(batch, heads, length, dk), n, size)  # (B, H, N, C, Dk)
+    q_decayed, k_intra, k_state, decay, b = KeyDimDecays.apply(q, k, g)
+    scores = key_dim_scores(q, k, q_decayed, k_intra, b, causal)  # (B, H, N, C, C)
+    out, state = ChunkStates.apply(q_decayed, k_state, v, scores, None, None, None, decay.transpose(-1, -2), state)
+    return _from_chunks(out, length, v.dtype), state
+
+
+def _from_chunks(out, length, dtype):
+    """(B, H, N, C, Dv) → (B, H, T, Dv) in `dtype`, dropping the padded tail."""
+    out = out.view(*out.shape[:2], -1, out.shape[-1])
+    return (out[:, :, :length] if out.shape[2] > length else out).to(dtype)
 
 
 def recurrent_step(q, k, v, log_decay=None, state=None):

@@ -1,0 +1,123 @@
+"""Decays of the chunked linear recurrence (`linear_recurrence.chunked_linear_attention`), prepared per chunk.
+
+With g ≤ 0 the log decays and b_i = Σ_{s ≤ i} g_s their prefix sums inside a chunk of C positions (accumulated in
+float64, and differences taken before exponentiating, so every exponent below is ≤ 0 where it is not clamped):
+
+- one constant decay per head (RetNet; or any per-head decay that needs no gradient): the (C, C) mask
+  M_ij = exp(b_i − b_j) for j ≤ i and the scales exp(b_i), exp(b_C − b_j) (`head_decays`); a decay fixed over
+  batch and time gives them once for all chunks;
+- a decay per key dimension (GLA), or a per-head decay that needs a gradient: no (C, C) mask exists, so the
+  intra-chunk scores factor exp(b_i − b_j) = exp(b_i) · exp(−b_j) into q and k (GLA's chunk-level form) on every
+  chunk whose total decay stays within SAFE_EXPONENT, where both factors lie in [e^−30, e^30] and are exact in
+  float32, and form the explicit (C, C, Dk) products only on chunks that decay harder (`key_dim_scores`).
+  `KeyDimDecays` makes the factors with a hand-written backward:
+
+      ∂L/∂b_i = q_i · ∂L/∂q_i − k_i · ∂L/∂k_i   (q and k enter only through q_i e^{b_i}, k_j e^{−b_j}, k_j e^{b_C−b_j})
+      ∂L/∂b_C += Σ_j (k_j e^{b_C − b_j}) · ∂L/∂k̃_j + e^{b_C} ∂L/∂γ,    ∂L/∂g_s = Σ_{i ≥ s} ∂L/∂b_i
+
+  which is about a third of the elementwise passes autograd makes through the same expressions.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+SAFE_EXPONENT = 30.0  # per-key-dim decays: factor exp(b_i − b_j) into q and k while |b| ≤ this inside a chunk
+
+
+def decay_mask(b, causal):
+    """exp(b_i − b_j) for j ≤ i, else 0: (..., C, C, G) from float64 prefix sums b (..., C, G)."""
+    return (b[..., :, None, :] - b[..., None, :, :]).float().masked_fill(~causal[..., None], float("-inf")).exp()
+
+
+def head_decays(log_decay, batch, length, size, causal):
+    """Mask and scales of one decay per head.
+
+    Args:
+        log_decay: g (B|1, H|1, T|1, 1), without gradient.
+        batch, length, size: B, T and the chunk length C.
+        causal: (C, C) boolean, j ≤ i.
+
+    Returns:
+        `(mask, query_scale, key_scale, decay)`: M (B|1, H, N|1, C, C), exp(b_i) (B|1, H, N|1, C, 1),
+        exp(b_C − b_j) (B|1, H, N, C, 1) and γ = exp(b_C) (B|1, H, N, 1, 1); positions past the end add nothing.
+    """
+    n = -(-length // size)
+    if log_decay.shape[0] == 1 and log_decay.shape[2] == 1:  # fixed over batch and time: b_i = (i + 1) g
+        g = log_decay.double()[:, :, None]  # (1, H|1, 1, 1, 1)
+        steps = torch.arange(1, size + 1, device=g.device, dtype=g.dtype)  # (C,): i + 1
+        real = (length - size * torch.arange(n, device=g.device, dtype=g.dtype)).clamp(max=size)  # (N,)
+        b, total = g * steps[:, None], g * real[:, None, None]  # (1, H, 1, C, 1), (1, H, N, 1, 1)
+        to_end = g * (real[:, None] - steps).clamp(min=0)[..., None]  # (1, H, N, C, 1): steps left in the chunk
+    else:
+        g = torch.nn.functional.pad(log_decay.expand(batch, -1, length, -1), (0, 0, 0, n * size - length))
+        b = g.double().view(batch, g.shape[1], n, size, 1).cumsum(dim=3)  # (B, H, N, C, 1)
+        total = b[:, :, :, -1:]
+        to_end = total - b
+    mask = decay_mask(b, causal)[..., 0]  # (B|1, H, N|1, C, C)
+    return mask, b.float().exp(), to_end.float().exp(), total.float().exp()
+
+
+class KeyDimDecays(torch.autograd.Function):
+    """`(Q̃, K̂, K̃, γ, b) = KeyDimDecays.apply(Q, K, g)` on chunks (B, H, N, C, Dk), all contiguous float32.
+
+    Returns Q̃ = Q ⊙ e^b, K̂ = K ⊙ min(e^{−b}, e^{SAFE_EXPONENT}) (intra-chunk keys), K̃ = K ⊙ e^{b_C − b} (state
+    keys), γ = e^{b_C} (B, H, N, 1, Dk) and the float64 prefix sums b, for the explicit products of unsafe chunks.
+    """
+
+    @staticmethod
+    def forward(ctx, query, key, log_decay):
+        ctx.set_materialize_grads(False)
+        b = log_decay.double().cumsum(dim=3)  # (B, H, N, C, Dk)
+        total = b[:, :, :, -1:]  # (B, H, N, 1, Dk)
+        query_scale = b.float().exp_()  # e^{b_i} ≤ 1
+        intra_scale = query_scale.reciprocal().clamp_(max=math.exp(SAFE_EXPONENT))  # e^{−b_j}, clamped
+        state_scale = (total - b).float().exp_()  # e^{b_C − b_j} ≤ 1
+        decay = total.float().exp_()
+        ctx.clamped = (b < -SAFE_EXPONENT) if bool((total < -SAFE_EXPONENT).any()) else None
+        ctx.save_for_backward(query, key, query_scale, intra_scale, state_scale, decay)
+        return query * query_scale, key * intra_scale, key * state_scale, decay, b
+
+    @staticmethod
+    def backward(ctx, grad_decayed_query, grad_intra_key, grad_state_key, grad_decay, grad_b):
+        query, key, query_scale, intra_scale, state_scale, decay = ctx.saved_tensors
+        grad_query = grad_key = None
+        grad_log = torch.zeros_like(query)  # ∂L/∂b, float32
+        if grad_decayed_query is not None:
+            grad_query = grad_decayed_query * query_scale
+            grad_log.addcmul_(query, grad_query)
+        if grad_intra_key is not None:
+            grad_key = grad_intra_key * intra_scale
+            through = grad_key if ctx.clamped is None else grad_key.masked_fill(ctx.clamped, 0.0)  # clamp: no ∂/∂b
+            grad_log.addcmul_(key, through, value=-1.0)
+        if grad_state_key is not None:
+            grad_state = grad_state_key * state_scale
+            grad_log.addcmul_(key, grad_state, value=-1.0)
+            grad_log[:, :, :, -1:] += (key * grad_state).sum(dim=3, keepdim=True)  # via e^{b_C − b_j}
+            grad_key = grad_state if grad_key is None else grad_key.add_(grad_state)
+        if grad_decay is not None:
+            grad_log[:, :, :, -1:] += grad_decay * decay
+        if grad_b is not None:
+            grad_log += grad_b.float()
+        prefix = grad_log.cumsum(dim=3)
+        grad_log_decay = (prefix[:, :, :, -1:] - prefix).add_(grad_log)  # Σ_{i ≥ s} ∂L/∂b_i
+        return grad_query, grad_key, grad_log_decay
+
+
+def key_dim_scores(query, key, decayed_query, intra_key, b, causal):
+    """Intra-chunk scores A_ij = Σ_d q_id k_jd exp(b_id − b_jd), j ≤ i: (B, H, N, C, C).
+
+    Args:
+        query, key: (B, H, N, C, Dk) Q and K; decayed_query, intra_key: Q̃ and K̂ from `KeyDimDecays`.
+        b: (B, H, N, C, Dk) float64 prefix sums of the log decays inside each chunk.
+        causal: (C, C) boolean, j ≤ i.
+    """
+    scores = torch.tril(decayed_query @ intra_key.transpose(-1, -2))  # exact wherever the chunk is safe
+    unsafe = (b[..., -1, :] < -SAFE_EXPONENT).any(-1)  # (B, H, N): chunks that decay beyond the bound
+    if bool(unsafe.any()):
+        idx = unsafe.nonzero(as_tuple=True)
+        explicit = (decay_mask(b[idx], causal) * key[idx][:, None] * query[idx][:, :, None]).sum(-1)  # (M, C, C)
+        scores = scores.index_put(idx, explicit)
+    return scores
