@@ -190,3 +190,14 @@ def test_pairwise_tvd_command_end_to_end(checkpoint):
     model, tokenizer = common.load_checkpoint(checkpoint)
     expected = regbench_metrics(model_next_token_probs(model, tokenizer, [r["text"] for r in short]), short)["tvd"]
     assert results["tvd"]["transformer"]["truth"] == pytest.approx(expected)
+
+
+def test_pairwise_tvd_adds_baum_welch_and_lnw(checkpoint, tmp_path):
+    from hf_icl.baselines.lnw import LearnedNgramReweighting
+
+    LearnedNgramReweighting(variant="existence", hidden_size=8).save_pretrained(tmp_path / "lnw_b")
+    args = ["--n-rows", "2", "--max-positions", "8", "--baum-welch", "--lnw", str(tmp_path / "lnw_b")]
+    results = main(["pairwise-tvd", "--checkpoint", str(checkpoint), "--label", "tf", "--output", str(tmp_path), *args])
+    assert results["predictors"] == ["truth", "tf", "1-gram", "2-gram", "3-gram", "Baum–Welch", "LNW_b"]
+    assert all(results["tvd"][name][name] == 0 for name in results["predictors"])
+    assert 0 < results["tvd"]["Baum–Welch"]["truth"] <= 1
