@@ -11,13 +11,11 @@ Chunked form (training): cut T into chunks of C positions. With b_i = Σ_{s ≤ 
         + (q_i ⊙ exp(b_i)) S_prev                                 (inter: the state entering the chunk)
     S_next = diag(exp(b_C)) S_prev + Σ_j (k_j ⊙ exp(b_C − b_j))ᵀ v_j
 
-b is accumulated in float64 and differences of it are taken before exponentiating, so exp(b_i − b_j) (j ≤ i),
-exp(b_C − b_j) and exp(b_i) all have exponents ≤ 0: strong decays underflow harmlessly to 0 instead of
-overflowing. A decay per head (RetNet) gives a (C, C) decay mask. A decay per key dimension (GLA) would need a
-(C, C, Dk) one; instead the fast path factors exp(b_i − b_j) = exp(b_i) · exp(−b_j) into q and k (two matmuls, as
-in GLA's chunk-level form) on every chunk whose total decay stays within SAFE_EXPONENT, where both factors lie in
-[e^−30, e^30] and are exact in float32, and forms the explicit (C, C, Dk) products only on chunks that decay
-harder. Only the state hand-over loops over chunks in Python; time steps are never looped over.
+The decays are prepared per chunk in `chunk_decays` (float64 prefix sums, every exponent ≤ 0: a (C, C) decay
+mask per head, or exp(b_i) · exp(−b_j) factored into q and k per key dimension, explicit on chunks that decay
+too hard), and the matmuls of all chunks run at once in `chunk_states.ChunkStates`, whose hand-written backward
+keeps the training step close to its matmul cost; only the state hand-over loops over chunks in Python, time steps
+are never looped over.
 
 `GatedLinearRecurrenceMixer` is the body RetNet's retention and GLA share around the recurrence.
 
