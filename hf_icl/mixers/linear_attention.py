@@ -12,6 +12,9 @@ linear-attention papers use). Training runs the chunked form and decoding the O(
 
 from __future__ import annotations
 
+import torch
+import torch.nn.functional as F
+
 from .ops.heads import FusedQKVMixer
 from .ops.linear_recurrence import linear_recurrence
 from .ops.padding import token_mask
@@ -36,10 +39,16 @@ class LinearAttention(FusedQKVMixer):
         return self.num_heads * self.head_dim * self.head_dim * 4  # S in float32
 
     def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
-        length = hidden_states.shape[1]
-        query, key, value = self.split_heads(hidden_states)  # each (B, H, T, D)
+        batch, length, width = hidden_states.shape
+        # 1/√D folded into the query rows of W_qkv (the recurrence is linear in q): no pass over q and its gradient
+        scale = torch.ones(3, width, 1, dtype=hidden_states.dtype, device=hidden_states.device)
+        scale[0] = self.head_dim**-0.5
+        weight, bias = self.qkv_proj.weight, self.qkv_proj.bias
+        qkv = F.linear(hidden_states, weight * scale.view(-1, 1), None if bias is None else bias * scale.view(-1))
+        qkv = qkv.view(batch, length, 3, self.num_heads, self.head_dim)  # (B, T, 3, H, D)
+        query, key, value = (part.transpose(1, 2) for part in qkv.unbind(2))  # each (B, H, T, D)
         out = linear_recurrence(
-            query * self.head_dim**-0.5,
+            query,
             key,
             value,
             mask=token_mask(attention_mask, length),
