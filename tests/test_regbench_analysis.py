@@ -107,6 +107,9 @@ def test_ngram_signature_on_a_hand_built_attention_matrix():
     mass, queries, _ = attention.masked_mass(weights, attention.previous_token_mask(4))
     np.testing.assert_allclose(mass, [0.5 + 0.5 + 0.6])
     assert queries == 3
+    mass, queries, uniform = attention.masked_mass(weights, np.eye(4, dtype=bool))
+    np.testing.assert_allclose(mass, [1.0 + 0.5 + 0.3 + 0.1])
+    assert (queries, uniform) == (4, pytest.approx(1 + 1 / 2 + 1 / 3 + 1 / 4))
     states = automaton_states(ROW)  # [1, 0, 0, 2, 2, 2]; x_j is emitted from states[j − 1]
     assert np.argwhere(attention.same_state_mask(states)).tolist() == [[2, 2], [4, 4], [5, 4], [5, 5]]
 

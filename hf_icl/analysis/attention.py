@@ -17,9 +17,10 @@ code (as `hf_icl/mixers/ngram.py` does, with shift 1): key j *follows the curren
 i.e. the k tokens ending at j − 1 equal the k tokens ending at i (not the k tokens ending at j). k = 1 is the
 induction head, k = 2 the Fig. 3 head; such a head reads the (k+1)-gram statistics, i.e. with the issue's wording
 "positions that share the current (n−1)-gram", k = n − 1 (n = 1, an empty context, would select every key, so
-`--orders` counts the matched tokens k, default 1 2 3). Two more signatures frame them: `previous_token` (j = i − 1,
-Fig. 3's layers 2–3) and `same_state` (x_j was emitted from the current state: state after x_{j−1} = state after
-x_i), which §5.1 notes the heads do *not* single out. Tokens are the raw stream, `|` included.
+`--orders` counts the matched tokens k, default 1 2 3). Three more signatures frame them: `previous_token`
+(j = i − 1, Fig. 3's layers 2–3), `current_token` (j = i) and `same_state` (x_j was emitted from the current state:
+state after x_{j−1} = state after x_i), which §5.1 notes the heads do *not* single out. Tokens are the raw stream,
+`|` included.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ def signature_masks(row: dict, orders: tuple[int, ...]) -> dict[str, np.ndarray]
     tokens = common.token_ids(row["text"])
     masks = {f"follows_{k}gram": follows_kgram_mask(tokens, k) for k in orders}
     masks["previous_token"] = previous_token_mask(len(tokens))
+    masks["current_token"] = np.eye(len(tokens), dtype=bool)
     masks["same_state"] = same_state_mask(automaton_states(row))
     return masks
 
@@ -199,6 +201,7 @@ def run(args: argparse.Namespace) -> dict:
         "definitions": {
             "follows_kgram": "key j with x[j-k..j-1] == x[i-k+1..i], j <= i (attends after the current k-gram)",
             "previous_token": "key j == i - 1",
+            "current_token": "key j == i",
             "same_state": "key j >= 1 with state(after x[j-1]) == state(after x[i]), j <= i",
             "value": "mean attention mass on those keys over queries having at least one; uniform = chance level",
         },

@@ -158,6 +158,7 @@ def run(args: argparse.Namespace) -> dict:
     names = list(predictions)
     results = {
         "checkpoints": dict(zip(models, map(str, args.checkpoint))),
+        "extra_predictors": {"baum_welch": args.baum_welch, "lnw": [str(folder) for folder in args.lnw]},
         "rows": len(rows),
         "max_positions": args.max_positions,
         "positions": int(sum(min(len(row["text"]) - 1, args.max_positions) for row in rows)),
