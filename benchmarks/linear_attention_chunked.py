@@ -54,18 +54,19 @@ def swapped(form):
 
 
 def recurrence_inputs(mixer, x):
-    """The (q, k, v, log_decay, chunk_size) that `mixer` passes to the recurrence on input `x`, as fresh leaves."""
+    """The (q, k, v, log_decay, chunk_size) that `mixer` passes to the recurrence on input `x`, as fresh leaves that
+    need a gradient exactly where the mixer's own tensors do (RetNet's fixed decays do not, GLA's gates do)."""
     seen = []
 
     def record(*args, **kwargs):
         seen.append((args, kwargs))
         return CHUNKED(*args, **kwargs)
 
-    with swapped(record), torch.no_grad():
+    with swapped(record):
         mixer(x)
     (q, k, v, log_decay, chunk_size, _), _ = seen[0]
-    leaves = [t.detach().requires_grad_() for t in (q, k, v)]
-    return (*leaves, None if log_decay is None else log_decay.detach().requires_grad_(), chunk_size)
+    leaves = [None if t is None else t.detach().requires_grad_(t.requires_grad) for t in (q, k, v, log_decay)]
+    return (*leaves, chunk_size)
 
 
 def forward_backward(mixer, x):

@@ -65,6 +65,18 @@ def test_chunked_scan_equals_plain_recurrence(
         torch.testing.assert_close(grad, grad_ref, atol=1e-9, rtol=1e-9, msg=name)
 
 
+def test_mixer_trains_under_bf16_autocast():
+    # bf16 autocast for the projections; the scan and the short convolution run in float32
+    torch.manual_seed(0)
+    mixer = AutoModelForCausalLM.from_config(hf_icl.config_for("mamba", "tiny")).model.layers[0].mixer
+    x = torch.randn(2, 23, mixer.in_proj.in_features, requires_grad=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = mixer(x)
+    out.float().square().mean().backward()
+    assert torch.isfinite(x.grad).all() and all(torch.isfinite(p.grad).all() for p in mixer.parameters())
+    torch.testing.assert_close(out.float(), mixer(x).detach(), atol=0.05, rtol=0.05)
+
+
 def test_float32_extreme_steps_stay_finite_and_exact():
     """Huge Δ·A (decay exp(−10⁴) underflows to 0) and tiny ones: no inf/NaN, agreement with the recurrence in fp32."""
     x, delta, A, B, C, _ = random_inputs(2, 50, 4, 3, 1.0, 1.0, seed=1, dtype=torch.float32)

@@ -24,6 +24,8 @@ import math
 
 import torch
 
+from .precision import autocast_off
+
 SAFE_EXPONENT = 30.0  # per-key-dim decays: factor exp(b_i − b_j) into q and k while |b| ≤ this inside a chunk
 
 
@@ -68,6 +70,7 @@ class KeyDimDecays(torch.autograd.Function):
     """
 
     @staticmethod
+    @autocast_off
     def forward(ctx, query, key, log_decay):
         ctx.set_materialize_grads(False)
         b = log_decay.double().cumsum(dim=3)  # (B, H, N, C, Dk)
@@ -81,6 +84,7 @@ class KeyDimDecays(torch.autograd.Function):
         return query * query_scale, key * intra_scale, key * state_scale, decay, b
 
     @staticmethod
+    @autocast_off
     def backward(ctx, grad_decayed_query, grad_intra_key, grad_state_key, grad_decay, grad_b):
         query, key, query_scale, intra_scale, state_scale, decay = ctx.saved_tensors
         grad_query = grad_key = None

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import torch
 
+from .precision import autocast_off
+
 
 def _rows(t):
     """(..., R, K) → (M, R, K) for `torch.bmm`; a view of the contiguous tensors used here."""
@@ -50,6 +52,7 @@ class ChunkStates(torch.autograd.Function):
     """
 
     @staticmethod
+    @autocast_off
     def forward(ctx, query, key, value, scores, mask, query_scale, key_scale, decay, initial_state):
         if any(ctx.needs_input_grad[4:7]):
             raise ValueError("ChunkStates takes a constant mask and scales; give the scores for decays with gradients")
@@ -77,6 +80,7 @@ class ChunkStates(torch.autograd.Function):
         return out.view(*value.shape), final
 
     @staticmethod
+    @autocast_off
     def backward(ctx, grad_out, grad_final):
         query, key, value, scores, mask, query_scale, key_scale, decay, states = ctx.saved_tensors
         batch, heads, chunks, size, dk = query.shape

@@ -82,31 +82,37 @@ def chunked_linear_attention(q, k, v, log_decay=None, chunk_size: int = 64, init
         if g is not None:
             g = g.expand(batch, heads, length, dk if g.shape[-1] == dk else 1)  # (B, H, T, 1|Dk)
         return _fla_chunked(q, k, v, g, initial_state)
-    size = max(1, min(chunk_size, length))
-    pad = -length % size
-    n = (length + pad) // size
+    with torch.autocast(q.device.type, enabled=False):  # under mixed precision the recurrence stays in float32
+        out, state = _chunked(q, k, v, log_decay, max(1, min(chunk_size, length)), initial_state)
+    return out.to(v.dtype), state
+
+
+def _chunked(q, k, v, log_decay, size, initial_state):
+    """The pure path of `chunked_linear_attention` with chunks of `size`; returns out (B, H, T, Dv) in float32."""
+    batch, heads, length, dk = q.shape
+    n = -(-length // size)
     q, k, v = (_in_chunks(x, n, size) for x in (q, k, v))  # (B, H, N, C, D), contiguous
     state = None if initial_state is None else initial_state.float()
     causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()  # (C, C): j ≤ i
     if log_decay is None:
         out, state = ChunkStates.apply(q, k, v, None, causal.float(), None, None, None, state)
-        return _from_chunks(out, length, v.dtype), state
+        return _from_chunks(out, length), state
     g = log_decay.float().reshape((1,) * (4 - log_decay.dim()) + tuple(log_decay.shape))  # (B|1, H|1, T|1, 1|Dk)
     if g.shape[-1] == 1 and not g.requires_grad:  # a (C, C) decay mask per head, applied inside ChunkStates
         mask, *scales, decay = head_decays(g, batch, length, size, causal)
         out, state = ChunkStates.apply(q, k, v, None, mask, *scales, decay.transpose(-1, -2), state)
-        return _from_chunks(out, length, v.dtype), state
+        return _from_chunks(out, length), state
     g = _in_chunks(g.expand(batch, heads, length, dk), n, size)  # (B, H, N, C, Dk)
     q_decayed, k_intra, k_state, decay, b = KeyDimDecays.apply(q, k, g)
     scores = key_dim_scores(q, k, q_decayed, k_intra, b, causal)  # (B, H, N, C, C)
     out, state = ChunkStates.apply(q_decayed, k_state, v, scores, None, None, None, decay.transpose(-1, -2), state)
-    return _from_chunks(out, length, v.dtype), state
+    return _from_chunks(out, length), state
 
 
-def _from_chunks(out, length, dtype):
-    """(B, H, N, C, Dv) → (B, H, T, Dv) in `dtype`, dropping the padded tail."""
+def _from_chunks(out, length):
+    """(B, H, N, C, Dv) → (B, H, T, Dv), dropping the padded tail."""
     out = out.view(*out.shape[:2], -1, out.shape[-1])
-    return (out[:, :, :length] if out.shape[2] > length else out).to(dtype)
+    return out[:, :, :length] if out.shape[2] > length else out
 
 
 def recurrent_step(q, k, v, log_decay=None, state=None):

@@ -27,6 +27,8 @@ import math
 
 import torch
 
+from .precision import autocast_off
+
 try:  # pragma: no cover - CUDA only
     from mamba_ssm.ops.selective_scan_interface import selective_scan_fn as mamba_ssm_selective_scan
 except Exception:  # ImportError, or `selective_scan_cuda` failing to load on a CPU-only machine
@@ -67,6 +69,7 @@ class ChunkedSelectiveScan(torch.autograd.Function):
     """
 
     @staticmethod
+    @autocast_off
     def forward(ctx, x, delta, A_log2, B, C, initial_state, chunk_size):
         length, batch, channels = x.shape
         state = initial_state if initial_state is not None else x.new_zeros(batch, A_log2.shape[0], channels)
@@ -87,6 +90,7 @@ class ChunkedSelectiveScan(torch.autograd.Function):
         return y, state
 
     @staticmethod
+    @autocast_off
     def backward(ctx, grad_y, grad_state):
         x, delta, A_log2, B, C, starts = ctx.saved_tensors
         length = x.shape[0]
