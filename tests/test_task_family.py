@@ -78,7 +78,7 @@ def test_toy_family_trains_and_evaluates_through_the_public_entry_points(tmp_pat
     assert (tmp_path / "run" / "model" / "model.safetensors").is_file()
     assert not (tmp_path / "run" / "model" / "tokenizer.json").exists()
     card = (tmp_path / "run" / "model" / "README.md").read_text()
-    assert "x_t[0] + x_{t-1}[0]" in card and 'load_model("regression"' in card
+    assert "x_t[0] + x_{t-1}[0]" in card and "AutoModel.from_pretrained(" in card and "model(inputs=" in card
     evaluated = hf_icl.evaluate.main(
         ["--checkpoint", str(tmp_path / "run" / "model"), "--task", TOY, "--output-dir", str(tmp_path / "eval")]
     )

@@ -27,6 +27,7 @@ model = AutoModel.from_pretrained("{repo_id}", trust_remote_code=True)
 xs = torch.randn(1, 10, model.config.input_dim)  # (B, N, input_dim): N in-context examples
 ys = torch.randn(1, 10)  # (B, N) (or (B, N, output_dim)); prediction i sees x_1, y_1, ..., x_i only
 print(model(xs=xs, ys=ys).predictions.shape)  # (B, N)
+# a ready continuous sequence instead of (x, y) pairs: model(inputs=torch.randn(1, 10, model.config.input_dim))
 ```""",
 }
 """Usage snippet per model head (see `hf_icl.models.heads`)."""

@@ -219,7 +219,7 @@ class ICLArithmeticBuilder(ValidatedBuilder):
     ]
     DEFAULT_CONFIG_NAME = "default"
     validate_config = staticmethod(validate_config)
-    SPLIT_SIZE_FIELDS = ("n_train", "n_validation", "n_test")
+    SPLIT_SIZE_FIELDS = ("n_validation", "n_test")  # n_train may be 0: training samples online
 
     def _info(self) -> datasets.DatasetInfo:
         return datasets.DatasetInfo(
