@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import statistics
-import time
 
 import torch
 from common import median_time, print_table
@@ -91,15 +89,7 @@ def recurrence_step(q, k, v, log_decay, chunk_size):
 def timed(step, form, repeats, clock="process"):
     """Median time of `step` with `form` in place of the chunked recurrence, after one warm-up call."""
     with swapped(form):
-        if clock == "wall":
-            return median_time(step, repeats=repeats, warmup=1)
-        step()
-        times = []
-        for _ in range(repeats):
-            start = time.process_time()
-            step()
-            times.append(time.process_time() - start)
-        return statistics.median(times)
+        return median_time(step, repeats=repeats, warmup=1, clock=clock)
 
 
 def compare(step, repeats, clock, rounds):

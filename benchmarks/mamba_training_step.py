@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers may otherwise look for hub kernels
@@ -60,15 +59,7 @@ def build_models(preset: str, vocab: int):
 
 def timed(step, repeats, clock):
     """Median time of `step` after one warm-up call, by process CPU time or wall time."""
-    if clock == "wall":
-        return median_time(step, repeats=repeats, warmup=1)
-    step()
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        step()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
+    return median_time(step, repeats=repeats, warmup=1, clock=clock)
 
 
 def main():
