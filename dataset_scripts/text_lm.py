@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from hf_icl.hub.dataset_export import DatasetExport, overrides_note
 from hf_icl.tasks.text_lm import TextLMBuilder
-from hf_icl.tasks.text_mixture import STDLIB_MODULES, documents_version
+from hf_icl.tasks.text_mixture import corpus_licence, documents_version
 
 _CARD = """# Text language modelling
 
@@ -51,15 +51,6 @@ perplexity: exp of the mean next-token cross-entropy over every predicted positi
 """
 
 
-_STDLIB_LICENCE = (
-    "The default corpus is the docstrings of {count} modules of the Python standard library (module, public classes, "
-    "functions and methods; the same corpus as `text_mixture`), read from the running interpreter, so it needs no "
-    "download. The text is part of the CPython source code, distributed under the **Python Software Foundation "
-    "License Version 2** (PSF-2.0, OSI-approved, permissive); this dataset redistributes it under the same licence. "
-    "The text depends on the Python version, recorded above."
-)
-
-
 def statistics(split) -> dict:
     sizes = [len(text) for text in split["text"]]
     return {"documents": len(sizes), "characters": sum(sizes)}
@@ -74,8 +65,7 @@ def render_body(configs: dict, stats: dict, overrides: dict) -> str:
         for (c, s), v in stats.items()
     )
     first = next(iter(configs.values()))
-    stdlib = first.source == "stdlib"
-    licence = _STDLIB_LICENCE.format(count=len(STDLIB_MODULES)) if stdlib else f"Source: `{first.source}`."
+    licence = corpus_licence(first)
     return _CARD.format(
         version=TextLMBuilder.VERSION,
         overrides=overrides_note(overrides),

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from hf_icl.hub.dataset_export import DatasetExport, overrides_note
-from hf_icl.tasks.text_mixture import STDLIB_MODULES, TextMixtureBuilder, documents_version
+from hf_icl.tasks.text_mixture import TextMixtureBuilder, corpus_licence, documents_version
 
 CONFIGS = [c.name for c in TextMixtureBuilder.BUILDER_CONFIGS]
 
@@ -52,14 +52,6 @@ Documents are split by document: every 10th (in name order) to test, the next to
 Next-character cross-entropy (nats per token) overall, on the first excerpt and on the second (after the join).
 """
 
-_STDLIB_LICENCE = (
-    "The default corpus is made of the docstrings of {count} modules of the Python standard library (module, public "
-    "classes, functions and methods), read from the running interpreter, so it needs no download. The text is part of "
-    "the CPython source code, distributed under the **Python Software Foundation License Version 2** (PSF-2.0, "
-    "OSI-approved, permissive); this dataset redistributes excerpts of it under the same licence. The text depends on "
-    "the Python version, recorded above."
-)
-
 
 def statistics(split) -> dict:
     return {
@@ -79,8 +71,7 @@ def render_body(configs: dict, stats: dict, overrides: dict) -> str:
         f"| {c} | {s} | {v['rows']} | {v['mean_cut']:.1f} | {v['documents']} |" for (c, s), v in stats.items()
     )
     first = next(iter(configs.values()))
-    stdlib = first.source == "stdlib"
-    licence = _STDLIB_LICENCE.format(count=len(STDLIB_MODULES)) if stdlib else f"Source: `{first.source}`."
+    licence = corpus_licence(first)
     return _CARD.format(
         version=TextMixtureBuilder.VERSION,
         overrides=overrides_note(overrides),

@@ -86,6 +86,19 @@ def documents_version(config: TextMixtureConfig) -> str:
     return f"Python {platform.python_version()} standard library" if config.source == "stdlib" else config.source
 
 
+def corpus_licence(config) -> str:
+    """The licence paragraph of a dataset card for `config.source` (the stdlib corpus is PSF-2.0)."""
+    if config.source != "stdlib":
+        return f"Source: `{config.source}`."
+    return (
+        f"The default corpus is the docstrings of {len(STDLIB_MODULES)} modules of the Python standard library "
+        "(module, public classes, functions and methods), read from the running interpreter, so it needs no download. "
+        "The text is part of the CPython source code, distributed under the **Python Software Foundation License "
+        "Version 2** (PSF-2.0, OSI-approved, permissive); this dataset redistributes it under the same licence. The "
+        "text depends on the Python version, recorded above."
+    )
+
+
 @dataclasses.dataclass
 class TextMixtureConfig(datasets.BuilderConfig):
     """One text-mixture variant.
