@@ -1,9 +1,10 @@
-"""`python -m hf_icl.sweep SPEC.yaml [--launcher local|ray|submitit] [--dry-run]`: a grid of training runs.
+"""`python -m hf_icl.sweep SPEC.yaml [--launcher local|ray|submitit] [--jobs N] [--dry-run]`: a grid of training runs.
 
 As in zoology and MAD-Lab, a sweep is a base configuration crossed with lists of values (architectures × learning
 rates × N × seeds, ...). SPEC.yaml:
 
     output_root: outputs/sweeps/regbench-ngram-heads   # point P trains in <output_root>/<P's name>
+    config: experiments/configs/regbench_cpu.yaml   # optional: a `train.py --config` file under `base`
     base:                                    # run arguments shared by every point (what `train.py --config` reads)
       task: regbench
       n_train: 2500
@@ -17,18 +18,21 @@ rates × N × seeds, ...). SPEC.yaml:
       ray: {address: auto, num_cpus: 1, num_gpus: 0}
       submitit: {cluster: slurm, timeout_min: 120, slurm_partition: gpu, gpus_per_node: 8}
 
-Keys of `base` and `grid` are `RunArguments` fields (`train.py --help`), `override.<config field>` (as `--override`),
-`task_option.<task field>` (as `--task-option`) or `ngram_heads` (as `--ngram-heads`). A point's name lists every grid
-key, `key=label` joined by `,`; its run arguments are written to `<output_root>/<name>.yaml`, its output to
-`<output_root>/<name>.log`.
+The grid axis `variant` names bundles of keys set together (`variant: {gla+ngh: {architecture: gla, ngram_heads:
+"1:1,2,3"}, ...}`), for a list of points that is not a full product. `config` and `base` together are what one
+`train.py --config` run would read (`base` wins). Keys of `base` and `grid` are `RunArguments` fields (`train.py
+--help`), `override.<config field>` (as `--override`), `task_option.<task field>` (as `--task-option`) or
+`ngram_heads` (as `--ngram-heads`). A point's name lists every grid key, `key=label` joined by `,`; its run arguments
+are written to `<output_root>/<name>.yaml`, its output to `<output_root>/<name>.log`.
 
-Each point is its own process, `python -m hf_icl.train --config <name>.yaml` (a subprocess rather than a call in
-this process: every run starts from a fresh Accelerate state, thread setting and memory, a crashed point does not
-end the sweep, and the same command runs unchanged on a cluster node). A point whose `metrics.json` exists is
-skipped, one with a completed checkpoint continues with `--resume`, one that died before its first checkpoint
-restarts with `--overwrite`; so rerunning a sweep finishes what is missing. The default launcher runs the points
-one after another on this machine; `ray` and `submitit` (SLURM and others; the engine under Hydra's submitit
-launcher) are the optional extra `pip install hf-icl[sweep]`. `python -m hf_icl.report <output_root>` reads the runs.
+Each point is its own process, `python -m hf_icl.train --config <name>.yaml` (a subprocess rather than a call in this
+process: every run starts from a fresh Accelerate state, thread setting and memory, a crashed point does not end the
+sweep, and the same command runs unchanged on a cluster node). A point whose `metrics.json` exists is skipped, one
+with a completed checkpoint continues with `--resume`, one that died before its first checkpoint restarts with
+`--overwrite`; so rerunning a sweep finishes what is missing. The default launcher runs the points on this machine,
+`--jobs` at a time (default 1: one after another; give each point `threads: 1` when jobs > 1); `ray` and `submitit`
+(SLURM and others; the engine under Hydra's submitit launcher) are the optional extra `pip install hf-icl[sweep]`.
+`python -m hf_icl.report <output_root>` reads the runs.
 """
 
 from __future__ import annotations
@@ -42,19 +46,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import yaml
 
-from .training.arguments import RunArguments, parse_args, parse_ngram_heads
+from .training.arguments import RunArguments, load_yaml_config, parse_args, parse_ngram_heads
 from .training.checkpoints import latest_checkpoint
 from .validation import CommandLineParser, check_field_values, naming
 
-SPEC_KEYS = ("output_root", "base", "grid", "accelerate", "launcher")
+SPEC_KEYS = ("output_root", "config", "base", "grid", "accelerate", "launcher")
 LAUNCHERS = ("local", "ray", "submitit")
 SWEEP_OWNED = ("output_dir", "resume", "overwrite")
 PREFIXED = ("override.", "task_option.")
+VARIANT = "variant"  # a grid axis whose values each set several keys: {label: {key: value, ...}}
 
 
 @dataclass
@@ -62,6 +68,7 @@ class SweepSpec:
     """A parsed SPEC.yaml (see the module docstring)."""
 
     output_root: str
+    config: str | None = None
     base: dict = field(default_factory=dict)
     grid: dict = field(default_factory=dict)
     accelerate: list = field(default_factory=list)
@@ -85,8 +92,9 @@ def load_spec(path: str | Path) -> SweepSpec:
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ValueError(f"argument spec: {str(path)!r} is not valid YAML ({err})") from None
     if not isinstance(raw, dict):
-        raise ValueError(f"argument spec: {str(path)!r} holds a {type(raw).__name__}, expected a mapping of "
-                         f"{', '.join(SPEC_KEYS)}")
+        raise ValueError(
+            f"argument spec: {str(path)!r} holds a {type(raw).__name__}, expected a mapping of {', '.join(SPEC_KEYS)}"
+        )
     unknown = sorted(set(raw) - set(SPEC_KEYS))
     if unknown:
         raise ValueError(f"{path}: key {unknown[0]!r} is not one of: {', '.join(SPEC_KEYS)}")
@@ -94,11 +102,20 @@ def load_spec(path: str | Path) -> SweepSpec:
         raise ValueError(f"{path}: output_root is missing (the folder that holds one run folder per point)")
     check_field_values(SweepSpec, raw, f"{path}:")
     spec = SweepSpec(**raw)
-    for key in [*spec.base, *spec.grid]:
+    if spec.config is not None:
+        load_yaml_config(Path(spec.config))  # its errors name --config, the field and the value
+    for key in [*spec.base, *(key for key in spec.grid if key != VARIANT)]:
         check_key(key)
     for key, values in spec.grid.items():
         if not isinstance(values, (list, dict)) or not values:
             raise ValueError(f"grid.{key}={values!r} must be a non-empty list or a mapping of label: value")
+    for name, keys in (spec.grid.get(VARIANT) or {}).items() if isinstance(spec.grid.get(VARIANT), dict) else []:
+        if not isinstance(keys, dict):
+            raise ValueError(f"grid.{VARIANT}.{name}={keys!r} must be a mapping of run arguments (key: value)")
+        for key in keys:
+            check_key(key)
+    if VARIANT in spec.grid and not isinstance(spec.grid[VARIANT], dict):
+        raise ValueError(f"grid.{VARIANT} must be a mapping of label: {{key: value, ...}}")
     return spec
 
 
@@ -120,7 +137,10 @@ def label(value) -> str:
 
 def assign(values: dict, key: str, value) -> None:
     """Set one base/grid key in a dict of run arguments."""
-    if key.startswith(PREFIXED):
+    if key == VARIANT:
+        for name, setting in value.items():
+            assign(values, name, setting)
+    elif key.startswith(PREFIXED):
         prefix, name = key.split(".", 1)
         values.setdefault("overrides" if prefix == "override" else "task_options", {})[name] = value
     elif key == "ngram_heads":
@@ -134,7 +154,7 @@ def assign(values: dict, key: str, value) -> None:
 
 def expand(spec: SweepSpec) -> list[Point]:
     """Every point of the grid, in the order of `grid`'s keys (the last key varies fastest)."""
-    base: dict = {}
+    base: dict = load_yaml_config(Path(spec.config)) if spec.config else {}
     for key, value in spec.base.items():
         assign(base, key, copy.deepcopy(value))
     axes = [
@@ -234,8 +254,24 @@ def run_with_submitit(spec: SweepSpec, points: list[Point]) -> list[dict]:
     return [job.result() for job in jobs]
 
 
-def run_sweep(spec: SweepSpec, launcher: str = "local") -> list[dict]:
-    """Check every point, then train the unfinished ones with `launcher`. Returns one result per point."""
+def run_locally(spec: SweepSpec, points: list[Point], jobs: int) -> list[dict]:
+    """The points on this machine, `jobs` processes at a time; prints each point's start and end."""
+
+    def run(numbered: tuple[int, Point]) -> dict:
+        i, point = numbered
+        print(f"[{i + 1}/{len(points)}] {point.name}", flush=True)
+        result = run_point(spec, point)
+        print(f"    {point.name}: {result['status']} ({result['seconds']} s)", flush=True)
+        return result
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(run, enumerate(points)))
+
+
+def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1) -> list[dict]:
+    """Check every point, then train the unfinished ones with `launcher` (`jobs` at a time when local).
+
+    Returns one result per point."""
     points = expand(spec)
     check_points(points)
     pending = [p for p in points if point_state(Path(p.arguments["output_dir"])) != "finished"]
@@ -245,11 +281,7 @@ def run_sweep(spec: SweepSpec, launcher: str = "local") -> list[dict]:
     elif launcher == "submitit":
         done = run_with_submitit(spec, pending)
     else:
-        done = []
-        for i, point in enumerate(pending):
-            print(f"[{i + 1}/{len(pending)}] {point.name}", flush=True)
-            done.append(run_point(spec, point))
-            print(f"    {done[-1]['status']} ({done[-1]['seconds']} s)", flush=True)
+        done = run_locally(spec, pending, jobs)
     results.update({r["name"]: r for r in done})
     return [results[p.name] for p in points]
 
@@ -258,6 +290,7 @@ def build_parser() -> CommandLineParser:
     parser = CommandLineParser(prog="python -m hf_icl.sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", help="SPEC.yaml (see the module docstring)")
     parser.add_argument("--launcher", choices=LAUNCHERS, default="local", help="where the points run")
+    parser.add_argument("--jobs", type=int, default=1, help="local launcher: points trained at the same time")
     parser.add_argument("--dry-run", action="store_true", help="print every point and its command, run nothing")
     return parser
 
@@ -266,6 +299,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.jobs < 1:
+            raise ValueError(f"argument --jobs: jobs={args.jobs} is not allowed: expected an integer >= 1")
+        if args.jobs > 1 and args.launcher != "local":
+            raise ValueError(
+                f"argument --jobs: only the local launcher runs jobs={args.jobs} at a time; "
+                f"{args.launcher} schedules its own"
+            )
         with naming("spec"):
             spec = load_spec(args.spec)
         if args.dry_run:
@@ -276,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{point.name}  [{state}]\n    {' '.join(point_command(spec, point))}")
             print(f"{len(points)} points")
             return 0
-        results = run_sweep(spec, args.launcher)
+        results = run_sweep(spec, args.launcher, args.jobs)
     except (ValueError, OSError) as err:
         parser.fail(err)
     print("\n| point | status | seconds |\n|---|---|---|")

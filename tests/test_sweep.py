@@ -69,6 +69,45 @@ def test_unfinished_points_resume_or_restart(tmp_path):
     assert point_command(spec, new)[:6] == ["accelerate", "launch", "--multi_gpu", "--num_processes", "2", "-m"]
 
 
+def test_variants_set_several_keys_at_once(tmp_path):
+    variants = {"tf": {"architecture": "transformer"}, "gla+ngh": {"architecture": "gla", "ngram_heads": "1:2"}}
+    grid = {"variant": variants, "seed": [0, 1]}
+    points = expand(load_spec(write_spec(tmp_path, grid)))
+    assert [p.name for p in points] == ["variant=tf,seed=0", "variant=tf,seed=1", "variant=gla+ngh,seed=0",
+                                        "variant=gla+ngh,seed=1"]  # fmt: skip
+    assert points[2].arguments["architecture"] == "gla" and points[2].arguments["seed"] == 0
+    assert points[2].arguments["overrides"]["ngram_heads"] == [{"layer": 1, "orders": [2], "replace": False}]
+    assert "ngram_heads" not in points[0].arguments.get("overrides", {})
+    for bad, message in [({"variant": ["gla"]}, "grid.variant must be a mapping"),
+                         ({"variant": {"x": "gla"}}, "grid.variant.x='gla' must be a mapping"),
+                         ({"variant": {"x": {"architecure": "gla"}}}, "key 'architecure' is not one of")]:  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            load_spec(write_spec(tmp_path, bad))
+
+
+def test_config_file_sits_under_base(tmp_path):
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump({**{k: v for k, v in TINY.items() if "." not in k}, "lr": 5e-3, "max_steps": 9,
+                                      "overrides": {"dropout": 0.1}}))  # fmt: skip
+    spec = load_spec(write_spec(tmp_path, {"seed": [0]}, base={"max_steps": 3, "override.num_hidden_layers": 1},
+                                config=str(config)))  # fmt: skip
+    (point,) = expand(spec)
+    assert point.arguments["lr"] == 5e-3 and point.arguments["max_steps"] == 3  # base wins over the config file
+    assert point.arguments["overrides"] == {"dropout": 0.1, "num_hidden_layers": 1}
+    config.write_text(yaml.safe_dump({"lr": "fast"}))
+    with pytest.raises(ValueError, match="--config.*lr"):
+        load_spec(write_spec(tmp_path, {"seed": [0]}, config=str(config)))
+
+
+@pytest.mark.parametrize("flags, message", [(["--jobs", "0"], "--jobs: jobs=0"), (["--jobs", "2", "--launcher", "ray"],
+                                            "only the local launcher")])  # fmt: skip
+def test_bad_jobs_fail_before_any_run(tmp_path, flags, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(write_spec(tmp_path, {"seed": [0]})), *flags])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "sweep").exists()
+
+
 def test_dry_run_lists_points_and_runs_nothing(tmp_path, capsys):
     assert main([str(write_spec(tmp_path, {"seed": [0, 1]})), "--dry-run"]) == 0
     out = capsys.readouterr().out
@@ -78,7 +117,7 @@ def test_dry_run_lists_points_and_runs_nothing(tmp_path, capsys):
 
 def test_two_by_two_grid_trains_skips_when_done_and_reports(tmp_path, capsys):
     spec = write_spec(tmp_path, {"architecture": ["transformer", "lstm"], "lr": [1e-3, 3e-3]})
-    assert main([str(spec)]) == 0
+    assert main([str(spec), "--jobs", "2"]) == 0  # two points at a time
     runs = sorted((tmp_path / "sweep").glob("*/metrics.json"))
     assert len(runs) == 4
     metrics = json.loads(runs[0].read_text())
