@@ -260,3 +260,39 @@ def test_export_script_writes_hub_layout_loadable_offline(tmp_path, monkeypatch)
     assert loaded["train"].to_list() == built["train"].to_list()
     monkeypatch.chdir(tmp_path)  # "regbench" resolves to the folder from its parent directory
     assert datasets.load_dataset("regbench", "n150", split="validation", cache_dir=cache).num_rows == 4
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.text("abcdefghijklmnopqr", min_size=1, max_size=6), min_size=1, max_size=6), st.integers(0, 99))
+def test_augmentation_relabels_letters_and_reorders_strings(strings, seed):
+    """The oracle: undoing the drawn letter renaming gives the same multiset of strings; `|` stay delimiters."""
+    import torch
+
+    from hf_icl.tasks.families.regbench import LETTERS, relabel_and_reorder
+    from hf_icl.tokenization import regbench_tokenizer
+
+    tokenizer = regbench_tokenizer()
+    letters, delimiter = tokenizer.convert_tokens_to_ids(list(LETTERS)), tokenizer.convert_tokens_to_ids("|")
+    ids = tokenizer("|".join(strings))["input_ids"]
+    out = relabel_and_reorder(ids, letters, delimiter, torch.Generator().manual_seed(seed))
+    again = relabel_and_reorder(ids, letters, delimiter, torch.Generator().manual_seed(seed))
+    assert out == again and len(out) == len(ids) and out.count(delimiter) == ids.count(delimiter)
+    out_strings = tokenizer.decode(out).replace(" ", "").split("|")
+    drawn = torch.randperm(len(letters), generator=torch.Generator().manual_seed(seed)).tolist()  # the same first draw
+    relabel = {LETTERS[i]: LETTERS[j] for i, j in enumerate(drawn)}
+    assert sorted("".join(relabel[c] for c in text) for text in strings) == sorted(out_strings)
+
+
+def test_augmented_epochs_are_fresh_and_reproducible():
+    from hf_icl.tasks import TaskRequest, family_of
+    from hf_icl.training.data import Augmented
+
+    request = TaskRequest("regbench", 100, 0, {"n_test": 8, "n_validation": 8}, {"augment": True})
+    data = family_of("regbench").prepare_data(request)
+    dataset = Augmented(data.train, data.augment, seed=3)
+    first, again, next_epoch = dataset[(5, 0)], dataset[(5, 0)], dataset[(5, 1)]
+    assert first == again and first["input_ids"] != next_epoch["input_ids"]
+    assert sorted(first["input_ids"]) != sorted(data.train[5]["input_ids"]) or first != data.train[5]
+    assert len(first["input_ids"]) == len(data.train[5]["input_ids"]) and first["labels"] == first["input_ids"]
+    plain = family_of("regbench").prepare_data(TaskRequest("regbench", 100, 0, {"n_test": 8, "n_validation": 8}, {}))
+    assert plain.augment is None and plain.description["augment"] is False

@@ -78,7 +78,7 @@ def test_model_card(smoke_run):
 
 def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
     # 100 rows / batch 32 = 4 steps per epoch: the checkpoint at step 3 is mid-epoch, the kill at step 5 loses work.
-    common = [*TINY_RUN, "--max-steps", "9", "--checkpoint-every", "3"]
+    common = [*TINY_RUN, "--max-steps", "9", "--checkpoint-every", "3", "--augment"]  # augmented epochs resume too
     straight = run_train([*common, "--output-dir", str(tmp_path / "straight")])
     assert straight.returncode == 0, straight.stderr[-3000:]
     killed = run_train([*common, "--output-dir", str(tmp_path / "resumed")], env={"HF_ICL_TEST_KILL_AT_STEP": "5"})
@@ -130,6 +130,7 @@ def test_two_process_ddp_ends_with_identical_weights(tmp_path):
         (["--task-option", "n_states=3"], "argument --task-option: 'n_states' is not one of"),
         (["--batch-size", "0"], "argument --batch-size: batch_size=0 is not allowed: expected an integer >= 1"),
         (["--report-to", "wandb"], "invalid choice: 'wandb'"),
+        (["--task", "parity_check", "--augment"], "--augment: task 'parity_check' declares no"),
     ],
 )
 def test_bad_arguments_fail_before_any_work(argv, message, capsys, tmp_path):

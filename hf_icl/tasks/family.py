@@ -82,6 +82,8 @@ class TaskData:
         config: the builder or sampler config behind the data.
         description: facts about the data to record in the run config (``n_train`` at least).
         lengths: example lengths for length-grouped batches (``None``: plain shuffling).
+        augment: ``(example, generator) -> example``, an exact symmetry of the training distribution drawn afresh
+            for every example of every epoch (``--augment``; ``None``: examples are used as stored).
     """
 
     train: Any
@@ -92,6 +94,7 @@ class TaskData:
     config: Any = None
     description: dict = dataclasses.field(default_factory=dict)
     lengths: list[int] | None = None
+    augment: Callable | None = None
 
     @property
     def online(self) -> bool:
@@ -134,6 +137,8 @@ class TaskFamily:
         presets: named run settings (``--task-preset NAME``), each a dict of run-argument values.
         metric_note: how to read the metrics, for cards and summaries.
         example_prompt: a prompt for the model card's usage snippet (causal-LM heads).
+        augmentation: what ``--augment`` does to this family's training examples (exact symmetries of the data
+            distribution, set as ``TaskData.augment`` when ``training["augment"]``); ``None``: ``--augment`` is refused.
     """
 
     name: str
@@ -148,6 +153,7 @@ class TaskFamily:
     presets: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
     metric_note: str = ""
     example_prompt: str = ""
+    augmentation: str | None = None
 
     def __post_init__(self):
         if self.head not in HEADS:

@@ -76,6 +76,7 @@ class RunArguments:
     seed: int = 0
     threads: int | None = None
     train_on_delimiter: bool = True
+    augment: bool = False
     output_dir: str | None = None
     checkpoint_every: int = 200
     keep_checkpoints: int = 2
@@ -238,6 +239,13 @@ def build_parser() -> argparse.ArgumentParser:
         "reference code did",
     )
     parser.add_argument(
+        "--augment",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="apply the task family's exact data symmetries to every training example, drawn afresh each epoch "
+        "(RegBench: a random relabelling of the letters and a random order of the strings); off by default",
+    )
+    parser.add_argument(
         "--curriculum",
         action="append",
         metavar="FIELD=START:END:INCREMENT:EVERY",
@@ -372,6 +380,12 @@ def validate(args: RunArguments) -> None:
                     f"field {curriculum.field!r} is not one of the options of task {args.task!r}: "
                     f"{', '.join(entry.option_fields)}"
                 )
+    if args.augment and family_of(args.task).augmentation is None:
+        with_symmetries = [t for t in list_tasks() if family_of(t).augmentation is not None]
+        raise ValueError(
+            f"argument --augment: task {args.task!r} declares no data symmetries; tasks that do: "
+            f"{', '.join(with_symmetries) or 'none'}"
+        )
     if args.resume and args.overwrite:
         raise ValueError("argument --overwrite: --resume and --overwrite exclude each other")
     if args.push_to_hub is not None:

@@ -28,6 +28,7 @@ RUN_OUTPUTS: tuple[str, ...] = (
 must be added here, or `--overwrite` will leave it behind."""
 RESUME_FIELDS: tuple[str, ...] = (
     "architecture", "preset", "overrides", "task", "n_train", "task_seed", "task_options", "train_on_delimiter",
+    "augment",
 )
 """Run arguments a resumed run must share with the saved run: they fix the model's shape and the data."""
 

@@ -11,7 +11,7 @@ import math
 from collections.abc import Iterator
 
 import torch
-from torch.utils.data import DataLoader, Sampler
+from torch.utils.data import DataLoader, Dataset, Sampler
 from transformers.trainer_pt_utils import get_length_grouped_indices
 
 from ..tasks.family import TaskData
@@ -68,6 +68,47 @@ class EpochShuffleSampler(Sampler):
         )
 
 
+class EpochTagged(Sampler):
+    """Yields `(index, epoch)` for every index of `sampler` (which must have `set_epoch`), for :class:`Augmented`."""
+
+    def __init__(self, sampler):
+        self.sampler, self.epoch = sampler, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.sampler.set_epoch(epoch)
+
+    def __len__(self) -> int:
+        return len(self.sampler)
+
+    def __iter__(self):
+        return ((index, self.epoch) for index in self.sampler)
+
+
+class Augmented(Dataset):
+    """Example `index` of epoch `epoch` passed through `augment` with a generator seeded by (seed, epoch, index).
+
+    So every epoch sees a fresh draw of the task's symmetries, and a resumed run sees exactly the examples an
+    uninterrupted run would.
+
+    Args:
+        dataset: the map-style training set.
+        augment: `(example, torch.Generator) -> example`.
+        seed: data seed.
+    """
+
+    def __init__(self, dataset, augment, seed: int):
+        self.dataset, self.augment, self.seed = dataset, augment, seed
+
+    def __len__(self) -> int:
+        return len(self.dataset)
+
+    def __getitem__(self, key: tuple[int, int]):
+        index, epoch = key
+        generator = torch.Generator().manual_seed(((self.seed * 1_000_003 + epoch) * 1_000_003 + index) % 2**63)
+        return self.augment(self.dataset[index], generator)
+
+
 class EpochBatches:
     """Epochs over a finite dataset, split across processes by Accelerate.
 
@@ -83,7 +124,10 @@ class EpochBatches:
             sampler = LengthGroupedEpochSampler(data.lengths, batch_size, seed)
         else:
             sampler = EpochShuffleSampler(len(data.train), seed)
-        loader = DataLoader(data.train, batch_size=batch_size, sampler=sampler, collate_fn=data.collate)
+        dataset = data.train
+        if data.augment is not None:
+            sampler, dataset = EpochTagged(sampler), Augmented(data.train, data.augment, seed)
+        loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler, collate_fn=data.collate)
         self.accelerator, self.loader = accelerator, accelerator.prepare(loader)
         self.steps_per_epoch = math.ceil(len(data.train) / (batch_size * accelerator.num_processes))
 

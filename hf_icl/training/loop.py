@@ -152,7 +152,7 @@ def start_run(args: RunArguments) -> Run:
 
 
 def task_request(args: RunArguments) -> TaskRequest:
-    training = {"train_on_delimiter": args.train_on_delimiter}
+    training = {"train_on_delimiter": args.train_on_delimiter, "augment": args.augment}
     return TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options), training)
 
 

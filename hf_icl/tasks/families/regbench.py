@@ -9,11 +9,15 @@ Evaluation: accuracy and TVD of the model and of the in-context n-gram baselines
 
 from __future__ import annotations
 
+import torch
+
 from ...tokenization import regbench_tokenizer
 from ..family import EvalRequest, TaskEntry, TaskFamily, TaskRequest
 from ..lm_data import causal_lm_data
 from ..objectives import token_cross_entropy
 from ..regbench import CONFIG_FIELDS, RegBenchBuilder
+
+LETTERS = "abcdefghijklmnopqr"
 
 DEFAULT_N_TRAIN = 2500
 
@@ -27,16 +31,49 @@ def prepare_data(request: TaskRequest):
     builder.download_and_prepare()
     splits = builder.as_dataset()
     delimiter = tokenizer.convert_tokens_to_ids("|")
+    letters = tokenizer.convert_tokens_to_ids(list(LETTERS))
     train_on_delimiter = bool(request.training.get("train_on_delimiter", True))
 
-    def encode(batch):
-        ids = tokenizer(batch["text"])["input_ids"]
-        if train_on_delimiter:
-            return {"input_ids": ids, "labels": ids}
-        return {"input_ids": ids, "labels": [[-100 if t == delimiter else t for t in seq] for seq in ids]}
+    def labelled(ids: list[int]) -> dict:
+        labels = ids if train_on_delimiter else [-100 if t == delimiter else t for t in ids]
+        return {"input_ids": ids, "labels": labels}
 
-    description = {"train_on_delimiter": train_on_delimiter, "n_train": n_train}
-    return causal_lm_data(splits, tokenizer, encode, description, builder.config)
+    def encode(batch):
+        rows = [labelled(ids) for ids in tokenizer(batch["text"])["input_ids"]]
+        return {"input_ids": [r["input_ids"] for r in rows], "labels": [r["labels"] for r in rows]}
+
+    def augment(example: dict, generator: torch.Generator) -> dict:
+        return labelled(relabel_and_reorder(example["input_ids"], letters, delimiter, generator))
+
+    augmenting = bool(request.training.get("augment", False))
+    description = {"train_on_delimiter": train_on_delimiter, "augment": augmenting, "n_train": n_train}
+    data = causal_lm_data(splits, tokenizer, encode, description, builder.config)
+    data.augment = augment if augmenting else None
+    return data
+
+
+def relabel_and_reorder(ids: list[int], letters: list[int], delimiter: int, generator: torch.Generator) -> list[int]:
+    """One draw of RegBench's exact symmetries: a uniformly random permutation of the letters a..r and of the order
+    of the `delimiter`-separated strings (a trailing delimiter stays last).
+
+    Both leave the data distribution unchanged: an automaton's alphabet is drawn uniformly from a..r (so renaming the
+    letters gives an equally likely automaton), and an instance's strings are i.i.d. given its automaton.
+    """
+    relabel = dict(zip(letters, (letters[i] for i in torch.randperm(len(letters), generator=generator).tolist())))
+    strings, current = [], []
+    for token in ids:
+        if token == delimiter:
+            strings.append(current)
+            current = []
+        else:
+            current.append(relabel.get(token, token))
+    trailing = not current  # the text ended with a delimiter (or is empty)
+    if not trailing:
+        strings.append(current)
+    out: list[int] = []
+    for n, i in enumerate(torch.randperm(len(strings), generator=generator).tolist()):
+        out.extend([delimiter, *strings[i]] if n else strings[i])
+    return out + [delimiter] if trailing and strings else out
 
 
 def evaluate(request: EvalRequest) -> dict:
@@ -80,4 +117,6 @@ FAMILY = TaskFamily(
     metric_note="Accuracy: share of positions whose argmax continuation is allowed by the true automaton. TVD: "
     "total variation distance between the predicted and the true next-token distribution, averaged over positions.",
     example_prompt="abc|",
+    augmentation="a uniformly random relabelling of the letters a..r and a random order of the strings, drawn afresh "
+    "for every instance of every epoch (exact symmetries of RegBench's sampler; the automata stay the N trained)",
 )
