@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from hf_icl.analysis.__main__ import main as analysis_main
 from hf_icl.baselines import BaumWelch, InContextNGram
+from hf_icl.baselines import baum_welch as baum_welch_module
 from hf_icl.baselines.baum_welch import EPS, initial_parameters, letter_ids, start_mask, transition_mask
 from hf_icl.evaluation import regbench_metrics
 from hf_icl.evaluation.regbench_eval import evaluate_regbench
@@ -25,6 +26,11 @@ reference_predict_proba, reference_fit = _reference.reference_predict_proba, _re
 
 strings = st.text(alphabet="abcd", min_size=1, max_size=7)
 texts = st.lists(strings, min_size=1, max_size=4).map("|".join)
+# the compiled kernel (optional dependency) and the torch path; "numba" is skipped where numba is missing
+BACKENDS = [
+    pytest.param("numba", marks=pytest.mark.skipif(baum_welch_module._baum_welch_numba is None, reason="no numba")),
+    "torch",
+]
 
 
 def test_transition_mask_matches_appendix_c3():
@@ -52,18 +58,37 @@ def test_start_mask_and_cold_start_match_appendix_c4():
     assert (np.nanmax(masked[~np.eye(12, dtype=bool).ravel()], 1) < 1e-4).all()
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=12, deadline=None)
 @given(text=texts.map(lambda t: t + "a"), m=st.sampled_from([2, 3]), warm=st.booleans())
-def test_matches_per_prefix_reference_on_small_strings(text, m, warm):
-    ours = BaumWelch(m, warm_start=warm).predict_proba(text)
+def test_matches_per_prefix_reference_on_small_strings(backend, text, m, warm):
+    ours = BaumWelch(m, warm_start=warm, backend=backend).predict_proba(text)
     np.testing.assert_allclose(ours, reference_predict_proba(text, m, warm_start=warm), atol=1e-8)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("warm", [False, True])
-def test_matches_reference_with_the_papers_144_states(warm):
+def test_matches_reference_with_the_papers_144_states(warm, backend):
     text = "abcab|bcab|ca|abca|b"
-    ours = BaumWelch(warm_start=warm).predict_proba(text)
+    ours = BaumWelch(warm_start=warm, backend=backend).predict_proba(text)
     np.testing.assert_allclose(ours, reference_predict_proba(text, warm_start=warm), atol=1e-8)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    text=st.lists(st.text(alphabet="abcdefghijklmnopqr", min_size=1, max_size=9), min_size=1, max_size=5).map("|".join),
+    m=st.sampled_from([2, 3, 5, 12]),  # 12: the unrolled steps of the paper's 144 states; others: the loop forms
+    warm=st.booleans(),
+    separator=st.booleans(),
+)
+def test_numba_kernel_equals_the_torch_path(text, m, warm, separator):
+    pytest.importorskip("numba")
+    text += "|" if separator else "a"
+    fast, slow = (BaumWelch(m, warm_start=warm, backend=backend) for backend in ("numba", "torch"))
+    np.testing.assert_allclose(fast.predict_proba(text), slow.predict_proba(text), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(fast.fit_log_likelihoods(text), slow.fit_log_likelihoods(text), rtol=1e-12, atol=1e-12)
+    few = BaumWelch(m, num_iterations=1, backend="numba").predict_proba(text)  # the shared first E-step only
+    np.testing.assert_allclose(few, BaumWelch(m, num_iterations=1, backend="torch").predict_proba(text), atol=1e-12)
 
 
 def test_batch_equals_one_by_one_and_float32_is_close():
@@ -74,18 +99,19 @@ def test_batch_equals_one_by_one_and_float32_is_close():
         np.testing.assert_allclose(single.predict_proba(text), probs, atol=1e-5)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
 @settings(max_examples=8, deadline=None)
-@given(text=texts.map(lambda t: t + "b"))
-def test_em_iterations_do_not_decrease_the_likelihood(text):
+@given(text=texts.map(lambda t: t + "b"), m=st.sampled_from([3, 12]))
+def test_em_iterations_do_not_decrease_the_likelihood(backend, text, m):
     letters = sum(map(len, letter_ids(text[:-1])))
     for eps in (EPS, 1e-10):
-        history = BaumWelch(3, eps=eps).fit_log_likelihoods(text)  # (iterations + 1, K)
+        history = BaumWelch(m, eps=eps, backend=backend).fit_log_likelihoods(text)  # (iterations + 1, K)
         # Exact EM never decreases log P(O); the ε pseudo-counts perturb each M-step by O(ε) per letter.
         assert (np.diff(history, axis=0) >= -eps * letters).all()
         assert (history[-1] >= history[0]).all()
     corpus = letter_ids(text[:-1])
-    _, _, expected = reference_fit(corpus, *initial_parameters(3, 0, EPS), 10, EPS)
-    np.testing.assert_allclose(BaumWelch(3).fit_log_likelihoods(text)[:, -1], expected, rtol=1e-10)
+    _, _, expected = reference_fit(corpus, *initial_parameters(m, 0, EPS), 10, EPS)
+    np.testing.assert_allclose(BaumWelch(m, backend=backend).fit_log_likelihoods(text)[:, -1], expected, rtol=1e-10)
 
 
 def test_rows_are_distributions_over_the_ngram_vocabulary():
@@ -108,6 +134,22 @@ def test_rejects_bad_texts_and_arguments():
     with pytest.raises(ValueError, match="num_iterations=-1"):
         BaumWelch(num_iterations=-1)
     assert BaumWelch().predict_proba("a").shape == (0, 20)
+
+
+def test_backend_option_is_checked_before_any_work(monkeypatch):
+    with pytest.raises(ValueError, match="backend='cuda' is not one of: 'auto', 'numba', 'torch'"):
+        BaumWelch(backend="cuda")
+    with pytest.raises(ValueError, match="backend='numba' computes in float64"):
+        BaumWelch(backend="numba", dtype=torch.float32)
+    assert BaumWelch(dtype=torch.float32).backend == BaumWelch(backend="torch").backend == "torch"
+    with monkeypatch.context() as patch:  # as without numba installed
+        patch.setattr(baum_welch_module, "_baum_welch_numba", None)
+        with pytest.raises(ImportError, match="backend='numba' needs numba .* 'auto', 'numba', 'torch'"):
+            BaumWelch(backend="numba")
+        assert BaumWelch().backend == "torch"
+        np.testing.assert_allclose(BaumWelch(3).predict_proba("ab|ba|a"), reference_predict_proba("ab|ba|a", 3))
+    if baum_welch_module._baum_welch_numba is not None:
+        assert BaumWelch().backend == "numba" and "backend='numba'" in repr(BaumWelch())
 
 
 def test_evaluator_scores_extra_baselines_only_when_asked():

@@ -20,6 +20,11 @@ Fast path: with the masks, A = r 1ᵀ + Δ where r_l is the masked value of row 
 blocks (i, j) → (j, k), so αA and Au cost M³ instead of M⁴. All prefixes of an instance are fitted at once: fits
 are sorted by their last letter, so the fits still running at letter s are a leading slice [0, n_s), and each string
 restarts from π (scaled forward–backward, Rabiner 1989). The per-prefix oracle: ``benchmarks/_baum_welch_reference.py``.
+
+Backends: that torch path is bound by per-letter call overhead (12 × 12 block mat-vecs); with numba installed
+(``pip install "hf_icl[baselines]"``) the default ``backend="auto"`` runs the same maths as a compiled kernel
+(:mod:`._baum_welch_numba`), one prefix at a time with no per-letter overhead, and shares the first E-step of all
+prefixes of an instance (same cold start, so same forward pass); float64 only. It equals the torch path to ~1e-13.
 """
 
 from __future__ import annotations
@@ -30,6 +35,13 @@ import numpy as np
 import torch
 
 from .ngram import VOCAB_SIZE
+
+try:  # optional compiled backend: pip install "hf_icl[baselines]"
+    from . import _baum_welch_numba
+except ImportError:  # numba is missing: the torch path
+    _baum_welch_numba = None
+
+BACKENDS = ("auto", "numba", "torch")
 
 EPS = 1e-5
 LETTERS = "abcdefghijklmnopqr"
@@ -282,12 +294,22 @@ class BaumWelch:
             the numbers and fits the prefixes one after the other (batched over instances only), so it is off.
         batch_size: instances fitted together by :meth:`predict_proba_batch`. The fits stream their parameters
             from memory at every letter, so one instance at a time (the default) keeps more of them in cache.
-        dtype: ``torch.float64`` (default, equal to the reference to ~1e-12) or ``torch.float32`` (about 1.4×
-            faster; probabilities within ~2e-4 of float64 on RegBench instances).
+        dtype: ``torch.float64`` (default, equal to the reference to ~1e-12) or ``torch.float32`` (torch backend
+            only, about 1.4× faster than its float64; probabilities within ~2e-4 of float64 on RegBench instances).
+        backend: ``"numba"`` (the compiled kernel; needs numba), ``"torch"`` (the batched torch path), or ``"auto"``
+            (default: numba when it is installed and ``dtype`` is float64, else torch). Same numbers to ~1e-13.
     """
 
     def __init__(
-        self, num_dfa_states=12, num_iterations=10, eps=EPS, seed=0, warm_start=False, batch_size=1, dtype=torch.float64
+        self,
+        num_dfa_states=12,
+        num_iterations=10,
+        eps=EPS,
+        seed=0,
+        warm_start=False,
+        batch_size=1,
+        dtype=torch.float64,
+        backend="auto",
     ):
         for name, value, low in (
             ("num_dfa_states", num_dfa_states, 2),
@@ -300,6 +322,19 @@ class BaumWelch:
             raise ValueError(f"eps={eps!r} is not allowed: expected 0 < eps < 1")
         if dtype not in (torch.float32, torch.float64):
             raise ValueError(f"dtype={dtype!r} is not one of: torch.float32, torch.float64")
+        allowed = ", ".join(map(repr, BACKENDS))
+        if backend not in BACKENDS:
+            raise ValueError(f"backend={backend!r} is not one of: {allowed}")
+        if backend == "numba" and _baum_welch_numba is None:
+            raise ImportError(
+                f"backend='numba' needs numba (pip install 'hf_icl[baselines]'); backend is one of: {allowed} "
+                "('auto' uses torch without numba)"
+            )
+        if backend == "numba" and dtype != torch.float64:
+            raise ValueError(f"backend='numba' computes in float64: dtype={dtype!r} needs backend='torch' or 'auto'")
+        if backend == "auto":
+            backend = "numba" if _baum_welch_numba is not None and dtype == torch.float64 else "torch"
+        self.backend = backend
         self.num_dfa_states, self.num_iterations, self.eps = int(num_dfa_states), int(num_iterations), float(eps)
         self.seed, self.warm_start, self.batch_size, self.dtype = int(seed), bool(warm_start), int(batch_size), dtype
 
@@ -356,6 +391,8 @@ class BaumWelch:
         (K, V), and the log-likelihoods (num_iterations + 1, K)."""
         sizes = np.array([sum(map(len, strings)) for strings in instances])
         initial = initial_parameters(self.num_dfa_states, self.seed, self.eps)
+        if self.backend == "numba":
+            return [self._fit_numba(strings, initial) for strings in instances]
         out = [
             (np.zeros((n, VOCAB_SIZE)), np.zeros((n, VOCAB_SIZE)), np.zeros((self.num_iterations + 1, n)))
             for n in sizes
@@ -374,6 +411,21 @@ class BaumWelch:
                 self._fit_round(instances, fit_instance, fit_last, to_blocks(*initial, len(pairs), self.dtype), out)
         return out
 
+    def _fit_numba(self, strings: list[list[int]], initial) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_fit_chunk` of one instance on the compiled kernel."""
+        m = self.num_dfa_states
+        p = to_blocks(*initial, 1)
+        blocks = (
+            p.r[0].numpy().reshape(m, m),  # r[i, j] of row (i, j)
+            p.D[0].numpy(),  # D[j, i, k]
+            np.ascontiguousarray(initial[1].T).reshape(VOCAB_SIZE, m, m),  # B[(i, j), x] at [x, i, j]
+            initial[2].reshape(m, m),
+        )
+        ids = np.array([c for piece in strings for c in piece], dtype=np.int64)
+        starts = np.zeros(len(ids), dtype=np.bool_)  # letter t opens a string (strings are non-empty)
+        starts[np.cumsum([0] + [len(piece) for piece in strings])[:-1]] = True
+        return _baum_welch_numba.fit_prefixes(ids, starts, *blocks, self.num_iterations, self.eps, self.warm_start)
+
     def _fit_round(self, instances, fit_instance, fit_last, p: Params, out) -> Params:
         p, last, history = fit(p, make_steps(instances, fit_instance, fit_last), self.num_iterations, self.eps)
         next_letter = torch.einsum("fs,fvs->fv", cur_major(propagate(last, p)), p.Bt_c)  # (F, V)
@@ -384,4 +436,7 @@ class BaumWelch:
         return p
 
     def __repr__(self) -> str:
-        return f"BaumWelch(num_dfa_states={self.num_dfa_states}, warm_start={self.warm_start}, dtype={self.dtype})"
+        return (
+            f"BaumWelch(num_dfa_states={self.num_dfa_states}, warm_start={self.warm_start}, dtype={self.dtype}, "
+            f"backend={self.backend!r})"
+        )
