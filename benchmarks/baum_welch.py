@@ -1,6 +1,6 @@
 """Benchmark: in-context Baum–Welch (P1 Alg. 2, App. C.2–C.4), batched over prefixes, vs the per-prefix refit.
 
-    OMP_NUM_THREADS=1 python benchmarks/baum_welch.py [--instances 50] [--every 25] [--full-split]
+    OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/baum_welch.py [--instances 50] [--every 25] [--full-split]
 
 Both run in this process, single-threaded, on the RegBench test split (n2500 config, seed 0); times are CPU seconds
 of this process (``time.process_time``), so other load on the machine changes them less than wall time. "reference"
@@ -9,8 +9,10 @@ one string at a time), the oracle of ``tests/test_baum_welch.py``. Refitting eve
 takes about half an hour, so it runs on the prefixes ``i ≡ 0 (mod --every)`` of every instance and its time for all
 prefixes is extrapolated by the letters it refits (its cost is linear in the letters of a prefix's corpus); both
 outputs are compared on those prefixes. "ours" is :class:`hf_icl.baselines.BaumWelch` on all prefixes of the same
-instances (float64, and the float32 option), after a warm-up on one short instance, timed once (no repeats: a run
-takes minutes). ``--full-split`` also times all 500 test instances (float64).
+instances, float64, with its compiled numba backend (the default when numba is installed) and with the batched torch
+backend (``--torch-float32`` adds torch's float32 option), after a warm-up on one short instance (which also loads or
+compiles the numba kernel), timed once (no repeats: a run takes minutes). ``--full-split`` also times all 500 test
+instances (float64, numba backend).
 """
 
 from __future__ import annotations
@@ -42,12 +44,15 @@ def main() -> None:
     parser.add_argument("--instances", type=int, default=50)
     parser.add_argument("--every", type=int, default=25, help="reference prefixes: i ≡ 0 (mod every)")
     parser.add_argument("--full-split", action="store_true", help="also time all 500 test instances")
+    parser.add_argument("--torch-float32", action="store_true", help="also time the torch backend in float32")
     args = parser.parse_args()
     builder = task_builder("regbench", n_train=2500)
     builder.download_and_prepare()
     texts = list(builder.as_dataset(split="test")["text"])
     chosen = texts[: args.instances]
-    models = {"float64": BaumWelch(), "float32": BaumWelch(dtype=torch.float32)}
+    models = {"numba float64": BaumWelch(backend="numba"), "torch float64": BaumWelch(backend="torch")}
+    if args.torch_float32:
+        models["torch float32"] = BaumWelch(backend="torch", dtype=torch.float32)
     runs = {}
     for name, model in models.items():
         model.predict_proba(min(texts, key=len))  # warm-up
@@ -76,8 +81,9 @@ def main() -> None:
             f"| {case} | {seconds:.1f} | {extrapolated:.0f} (extrapolated) | {extrapolated / seconds:.1f}x | {diff} |"
         )
     if args.full_split:
-        _, seconds = cpu_seconds(lambda: models["float64"].predict_proba_batch(texts))
-        print(f"\nours, float64, all {len(texts)} test instances ({sum(map(len, texts))} tokens): {seconds:.0f} CPU s")
+        _, seconds = cpu_seconds(lambda: models["numba float64"].predict_proba_batch(texts))
+        tokens = sum(map(len, texts))
+        print(f"\nours, numba float64, all {len(texts)} test instances ({tokens} tokens): {seconds:.0f} CPU s")
 
 
 if __name__ == "__main__":
