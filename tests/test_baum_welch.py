@@ -85,10 +85,11 @@ def test_numba_kernel_equals_the_torch_path(text, m, warm, separator):
     pytest.importorskip("numba")
     text += "|" if separator else "a"
     fast, slow = (BaumWelch(m, warm_start=warm, backend=backend) for backend in ("numba", "torch"))
-    np.testing.assert_allclose(fast.predict_proba(text), slow.predict_proba(text), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(fast.fit_log_likelihoods(text), slow.fit_log_likelihoods(text), rtol=1e-12, atol=1e-12)
-    few = BaumWelch(m, num_iterations=1, backend="numba").predict_proba(text)  # the shared first E-step only
-    np.testing.assert_allclose(few, BaumWelch(m, num_iterations=1, backend="torch").predict_proba(text), atol=1e-12)
+    np.testing.assert_allclose(fast.predict_proba(text), slow.predict_proba(text), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(fast.fit_log_likelihoods(text), slow.fit_log_likelihoods(text), rtol=1e-10, atol=1e-10)
+    for few in (0, 1):  # the cold start's prediction; the shared first E-step only
+        fast, slow = (BaumWelch(m, num_iterations=few, backend=backend) for backend in ("numba", "torch"))
+        np.testing.assert_allclose(fast.predict_proba(text), slow.predict_proba(text), rtol=0, atol=1e-10)
 
 
 def test_batch_equals_one_by_one_and_float32_is_close():

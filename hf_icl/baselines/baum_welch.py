@@ -292,8 +292,9 @@ class BaumWelch:
         seed: seed of the cold-start parameters (the same for every prefix and instance).
         warm_start: start prefix i's EM from the previous letter prefix's fit instead of the cold start. It changes
             the numbers and fits the prefixes one after the other (batched over instances only), so it is off.
-        batch_size: instances fitted together by :meth:`predict_proba_batch`. The fits stream their parameters
-            from memory at every letter, so one instance at a time (the default) keeps more of them in cache.
+        batch_size: instances fitted together by :meth:`predict_proba_batch` on the torch backend (the numba one
+            fits one prefix at a time). The fits stream their parameters from memory at every letter, so one instance
+            at a time (the default) keeps more of them in cache.
         dtype: ``torch.float64`` (default, equal to the reference to ~1e-12) or ``torch.float32`` (torch backend
             only, about 1.4× faster than its float64; probabilities within ~2e-4 of float64 on RegBench instances).
         backend: ``"numba"`` (the compiled kernel; needs numba), ``"torch"`` (the batched torch path), or ``"auto"``
