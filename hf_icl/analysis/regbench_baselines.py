@@ -3,9 +3,9 @@
 `python -m hf_icl.analysis regbench-baselines [--checkpoint DIR] [--lnw DIR ...] [--n-train 2500] [--max-rows N]
 --output DIR` scores, on the same RegBench test rows and with the same `regbench_metrics` (greedy accuracy, TVD):
 an optional trained model, the in-context n-gram baselines (paper variant, orders 1–3, and the normalised 3-gram),
-the in-context Baum–Welch HMM (`hf_icl.baselines.BaumWelch`, about 10 CPU minutes for the 500 test rows) and any
-learned n-gram reweighting folders (`--lnw`). Writes `metrics.json` (with the scoring time of each predictor) and
-`regbench_baselines.png` (accuracy and TVD per predictor).
+the in-context Baum–Welch HMM (`hf_icl.baselines.BaumWelch`, about 5 CPU minutes for the 500 test rows with numba)
+and any learned n-gram reweighting folders (`--lnw`). Writes `metrics.json` (with the scoring time of each predictor)
+and `regbench_baselines.png` (accuracy and TVD per predictor).
 """
 
 from __future__ import annotations
