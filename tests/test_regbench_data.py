@@ -296,3 +296,19 @@ def test_augmented_epochs_are_fresh_and_reproducible():
     assert len(first["input_ids"]) == len(data.train[5]["input_ids"]) and first["labels"] == first["input_ids"]
     plain = family_of("regbench").prepare_data(TaskRequest("regbench", 100, 0, {"n_test": 8, "n_validation": 8}, {}))
     assert plain.augment is None and plain.description["augment"] is False
+
+
+def test_batching_choice_picks_the_sampler():
+    from accelerate import Accelerator
+
+    from hf_icl.tasks import TaskRequest, family_of
+    from hf_icl.training.data import EpochBatches, EpochShuffleSampler, LengthGroupedEpochSampler
+
+    data = family_of("regbench").prepare_data(TaskRequest("regbench", 100, 0, {"n_test": 8, "n_validation": 8}))
+    samplers = {}
+    for grouped in (True, False):
+        loader = EpochBatches(Accelerator(cpu=True), data, 16, seed=0, grouped=grouped).loader
+        samplers[grouped] = type(loader.batch_sampler.sampler)
+        lengths = [len(row) for batch in loader for row in batch["input_ids"]]
+        assert len(lengths) == 100
+    assert samplers == {True: LengthGroupedEpochSampler, False: EpochShuffleSampler}

@@ -32,6 +32,7 @@ REPORT_TO = ("tensorboard", "trackio", "none")
 LR_SCHEDULES = ("cosine", "constant", "wsd")
 DECAY_GROUPS = ("matrices", "all")
 MIXED_PRECISION = ("no", "bf16")
+BATCHING = ("grouped", "shuffled")
 
 
 @dataclass
@@ -77,6 +78,7 @@ class RunArguments:
     threads: int | None = None
     train_on_delimiter: bool = True
     augment: bool = False
+    batching: str = "grouped"
     output_dir: str | None = None
     checkpoint_every: int = 200
     keep_checkpoints: int = 2
@@ -135,6 +137,7 @@ RUN_CHOICES: dict[str, tuple[str, ...]] = {
     "lr_schedule": LR_SCHEDULES,
     "weight_decay_on": DECAY_GROUPS,
     "mixed_precision": MIXED_PRECISION,
+    "batching": BATCHING,
 }
 """The allowed values of every enumerated run argument besides `architecture`, `task` and the presets."""
 _FIELD_DESTS = {"overrides": "override", "task_options": "task_option", "aux_loss_weights": "aux_loss_weight"}
@@ -209,6 +212,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--adam-beta1", type=float, help="AdamW β1")
     parser.add_argument("--adam-beta2", type=float, help="AdamW β2")
+    parser.add_argument(
+        "--batching",
+        choices=BATCHING,
+        help="finite data with lengths: grouped (default; batches of similar length from random mega-batches, less "
+        "padding) or shuffled (a plain random permutation per epoch)",
+    )
     parser.add_argument(
         "--lr-schedule",
         choices=LR_SCHEDULES,

@@ -117,10 +117,11 @@ class EpochBatches:
         data: the prepared task (`data.train` a map-style dataset, `data.collate` its collate function).
         batch_size: examples per batch per process.
         seed: data-order seed.
+        grouped: length-grouped batches where the data has lengths (else a plain permutation per epoch).
     """
 
-    def __init__(self, accelerator, data: TaskData, batch_size: int, seed: int):
-        if data.lengths is not None:
+    def __init__(self, accelerator, data: TaskData, batch_size: int, seed: int, grouped: bool = True):
+        if data.lengths is not None and grouped:
             sampler = LengthGroupedEpochSampler(data.lengths, batch_size, seed)
         else:
             sampler = EpochShuffleSampler(len(data.train), seed)
@@ -167,10 +168,10 @@ class OnlineStream:
             yield {key: value.to(device) if torch.is_tensor(value) else value for key, value in batch.items()}
 
 
-def batch_stream(accelerator, data: TaskData, batch_size: int, seed: int, curricula=()):
+def batch_stream(accelerator, data: TaskData, batch_size: int, seed: int, curricula=(), grouped: bool = True):
     """`OnlineStream` for an online sampler, `EpochBatches` for a finite dataset."""
     if data.online:
         return OnlineStream(accelerator, data, batch_size, seed, curricula)
     if curricula:
         raise ValueError("curricula change an online sampler's parameters; this task's data is a finite dataset")
-    return EpochBatches(accelerator, data, batch_size, seed)
+    return EpochBatches(accelerator, data, batch_size, seed, grouped)

@@ -234,7 +234,9 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
     per_process_batch = max(1, args.batch_size // accelerator.num_processes)
     curricula = args.curricula()
     try:
-        stream = batch_stream(accelerator, run.data, per_process_batch, args.seed, curricula)
+        stream = batch_stream(
+            accelerator, run.data, per_process_batch, args.seed, curricula, grouped=args.batching == "grouped"
+        )
     except ValueError as err:  # a curriculum value the sampler rejects: still before the first step
         raise RunSetupError(str(err)) from None
     total_steps = args.max_steps or math.ceil(args.epochs * stream.steps_per_epoch)
