@@ -54,12 +54,13 @@ import yaml
 
 from .training.arguments import RunArguments, load_yaml_config, parse_args, parse_ngram_heads
 from .training.checkpoints import latest_checkpoint
-from .validation import CommandLineParser, check_field_values, naming
+from .validation import POSITIVE_INT, CommandLineParser, check_field_values, check_limits, naming
 
 SPEC_KEYS = ("output_root", "config", "base", "grid", "accelerate", "launcher")
 LAUNCHERS = ("local", "ray", "submitit")
 SWEEP_OWNED = ("output_dir", "resume", "overwrite")
 PREFIXED = ("override.", "task_option.")
+SWEEP_LIMITS = {"jobs": POSITIVE_INT}
 VARIANT = "variant"  # a grid axis whose values each set several keys: {label: {key: value, ...}}
 
 
@@ -299,8 +300,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.jobs < 1:
-            raise ValueError(f"argument --jobs: jobs={args.jobs} is not allowed: expected an integer >= 1")
+        check_limits(args, SWEEP_LIMITS)
         if args.jobs > 1 and args.launcher != "local":
             raise ValueError(
                 f"argument --jobs: only the local launcher runs jobs={args.jobs} at a time; "

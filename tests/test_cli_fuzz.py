@@ -292,7 +292,7 @@ def sweep_strategies() -> dict[str, st.SearchStrategy[str]]:
         .map(spec),
         bad_points.map(spec),
     )}
-    return option_strategies(hf_icl.sweep.build_parser(), special, {})
+    return option_strategies(hf_icl.sweep.build_parser(), special, hf_icl.sweep.SWEEP_LIMITS)
 
 
 # ---- the commands, their base command lines and folders ----------------------------------------------------------

@@ -99,8 +99,10 @@ def test_config_file_sits_under_base(tmp_path):
         load_spec(write_spec(tmp_path, {"seed": [0]}, config=str(config)))
 
 
-@pytest.mark.parametrize("flags, message", [(["--jobs", "0"], "--jobs: jobs=0"), (["--jobs", "2", "--launcher", "ray"],
-                                            "only the local launcher")])  # fmt: skip
+@pytest.mark.parametrize(
+    "flags, message",
+    [(["--jobs", "0"], "--jobs: jobs=0 is not allowed"), (["--jobs", "2", "--launcher", "ray"], "only the local")],
+)
 def test_bad_jobs_fail_before_any_run(tmp_path, flags, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([str(write_spec(tmp_path, {"seed": [0]})), *flags])
