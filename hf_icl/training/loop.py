@@ -270,6 +270,13 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
     if accelerator.is_main_process:
         metrics = finish_run(run, unwrapped, state, total_steps, stream.steps_per_epoch, checksums)
     accelerator.wait_for_everyone()
+    # Drop the DDP/FSDP wrapper while the process group is still registered, so that its C++ reducer only releases a
+    # reference. Freed after `end_training`, the reducer would hold the last one and run the Gloo group's destructor
+    # with the GIL held; that destructor joins worker threads that may still need the GIL to free the tensors of the
+    # last collective, and the process hangs at exit (seen under load in CI). Destroyed from Python, the group's
+    # destructor releases the GIL first.
+    model = optimizer = scheduler = unwrapped = None
+    accelerator.free_memory()
     accelerator.end_training()
     return metrics
 
