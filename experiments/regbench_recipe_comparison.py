@@ -27,6 +27,7 @@ import torch
 from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
 
 import hf_icl
+from hf_icl.atomic_files import write_json_atomic
 from hf_icl.evaluation.regbench_eval import evaluate_regbench
 from hf_icl.tasks.lm_data import pad_collate
 from hf_icl.tokenization import regbench_tokenizer
@@ -71,7 +72,7 @@ def run_minimal(kind: str, splits, tokenizer, args, seed: int) -> dict:
 
 
 def run_train_py(args, seed: int, extra: list[str]) -> dict:
-    output = Path(args.runs_dir) / f"train_py-s{seed}"
+    output = Path(args.runs_dir) / f"train_py-{args.steps}-s{seed}"
     argv = [
         "--task", "regbench", "--n-train", str(args.n_train), "--preset", "tiny", "--seed", str(seed),
         "--max-steps", str(args.steps), "--batch-size", str(args.batch_size), "--report-to", "none",
@@ -81,6 +82,15 @@ def run_train_py(args, seed: int, extra: list[str]) -> dict:
     finished = output / "metrics.json"
     metrics = json.loads(finished.read_text()) if finished.is_file() else train_main(argv)  # finished runs are kept
     return {**metrics["test"]["model"], "train_s": metrics["train"]["wall_time_s"]}
+
+
+def mean_and_spread(values: list[float]) -> str:
+    """`mean ± sample standard deviation` (the deviation only from two values on)."""
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return f"{mean:.4f}"
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+    return f"{mean:.4f} ± {sd:.4f}"
 
 
 def main(argv=None) -> list[dict]:
@@ -112,8 +122,13 @@ def main(argv=None) -> list[dict]:
         for recipe in args.recipes:
             if recipe == "train.py":
                 result = run_train_py(args, seed, extra)
-            else:
-                result = run_minimal(recipe, splits, tokenizer, args, seed)
+            else:  # minimal loops keep their scores beside train.py's run folders, so a rerun only adds new points
+                cached = Path(args.runs_dir) / f"minimal_{recipe}-{args.steps}-s{seed}.json"
+                if cached.is_file():
+                    result = json.loads(cached.read_text())
+                else:
+                    result = run_minimal(recipe, splits, tokenizer, args, seed)
+                    write_json_atomic(cached, result)
             rows.append({"recipe": names[recipe], "seed": seed, "steps": args.steps, **result})
             print(json.dumps(rows[-1]), flush=True)
     lines = ["| recipe | seed | steps | accuracy | TVD | train s |", "|---|---|---|---|---|---|"]
@@ -124,9 +139,15 @@ def main(argv=None) -> list[dict]:
         )
     for recipe in dict.fromkeys(row["recipe"] for row in rows):
         mine = [row for row in rows if row["recipe"] == recipe]
-        accuracy = sum(r["accuracy"] for r in mine) / len(mine)
-        tvd = sum(r["tvd"] for r in mine) / len(mine)
-        lines.append(f"| **{recipe} (mean)** | {len(mine)} seeds | {args.steps} | {accuracy:.4f} | {tvd:.4f} | |")
+        accuracy, tvd = (mean_and_spread([r[key] for r in mine]) for key in ("accuracy", "tvd"))
+        lines.append(f"| **{recipe} (mean ± sd)** | {len(mine)} seeds | {args.steps} | {accuracy} | {tvd} | |")
+    ours = {row["seed"]: row for row in rows if row["recipe"] == "train.py"}
+    for recipe in dict.fromkeys(row["recipe"] for row in rows if row["recipe"] != "train.py"):
+        pairs = [(ours[row["seed"]], row) for row in rows if row["recipe"] == recipe and row["seed"] in ours]
+        if pairs:  # paired by seed number, the differences' mean ± sd
+            accuracy, tvd = (mean_and_spread([a[key] - b[key] for a, b in pairs]) for key in ("accuracy", "tvd"))
+            lines.append(f"| train.py − {recipe}, paired by seed | {len(pairs)} seeds | {args.steps} | {accuracy} | "
+                         f"{tvd} | |")  # fmt: skip
     table = "\n".join(lines)
     print(table)
     output = Path(args.output)
