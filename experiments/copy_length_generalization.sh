@@ -9,12 +9,17 @@
 # Hard-ALiBi >> NoPE/ALiBi > RoPE >> Mamba/LSTM.
 #   bash experiments/copy_length_generalization.sh                   # full budget (~5 CPU minutes per model)
 #   STEPS=30 N_PER_LENGTH=4 bash experiments/copy_length_generalization.sh   # smoke run
+# Knobs (environment): STEPS (1500), LR (3e-3), SCHEDULE (cosine), N_PER_LENGTH (64), MODELS (run names, default
+# all five), OUTPUT_ROOT. The issue-#16 revisit, longer and at a learning rate that stays high (wsd):
+#   STEPS=2500 SCHEDULE=wsd MODELS="transformer_hard_alibi transformer_rope mamba" \
+#     OUTPUT_ROOT=outputs/copy-length-generalization-revisit bash experiments/copy_length_generalization.sh
 # Architectures not registered in hf_icl are skipped with a message.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUTPUT_ROOT:-outputs/copy-length-generalization}
 export OMP_NUM_THREADS=1 PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-COMMON=(--task copy --preset tiny --max-steps "${STEPS:-1500}" --batch-size 16 --lr 3e-3 --warmup-ratio 0.05
+COMMON=(--task copy --preset tiny --max-steps "${STEPS:-1500}" --batch-size 16 --lr "${LR:-3e-3}"
+        --lr-schedule "${SCHEDULE:-cosine}" --warmup-ratio 0.05
         --seed 0 --threads 1 --report-to none --checkpoint-every 100000 --log-every 20
         --n-train 8000 --task-option context_len=220 --task-option train_min_length=1
         --task-option train_max_length=20 --task-option test_min_length=10 --task-option test_max_length=80
@@ -29,8 +34,8 @@ declare -A RUNS=(
 )
 REGISTERED=$(python -c "import hf_icl; print(' '.join(hf_icl.list_architectures()))")
 DONE=()
-for name in transformer_hard_alibi transformer_nope transformer_rope mamba lstm; do
-  read -r -a run <<< "${RUNS[$name]}"
+for name in ${MODELS:-transformer_hard_alibi transformer_nope transformer_rope mamba lstm}; do
+  read -r -a run <<< "${RUNS[$name]:?unknown run name $name (allowed: ${!RUNS[*]})}"
   if [[ " $REGISTERED " != *" ${run[1]} "* ]]; then
     echo "skipping $name: architecture '${run[1]}' is not registered in hf_icl" >&2
     continue
