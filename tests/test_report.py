@@ -136,3 +136,12 @@ def test_report_fails_cleanly_without_runs(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         report_main([str(tmp_path / "missing"), "--output", str(tmp_path / "out")])
     assert exit_info.value.code == 2 and "no metrics.json here or below" in capsys.readouterr().err
+
+
+def test_bar_figure_draws_ordering_only_paper_entries_and_missing_measurements(tmp_path):
+    """P2's table mixes published values with ordering-only entries (no value): they are drawn as gaps, not errors."""
+    from hf_icl.reporting.build import bar_figure
+
+    rows = [("RegularGPT", 100.0, {"runs": 49.5}), ("Transformer", None, {"runs": None}), ("RNN", 100.0, {})]
+    bar_figure(tmp_path / "bars.png", rows, log=False, title="parity")
+    assert (tmp_path / "bars.png").stat().st_size > 0

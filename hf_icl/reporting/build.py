@@ -62,7 +62,8 @@ def bar_figure(path: Path, rows: list[tuple[str, float, dict]], log: bool, title
     fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) + 2), 3.8))
     width = 0.8 / (1 + len(experiments))
     for i, name in enumerate(["paper", *experiments]):
-        values = [paper if name == "paper" else measured.get(name, float("nan")) for _, paper, measured in rows]
+        values = [paper if name == "paper" else measured.get(name) for _, paper, measured in rows]
+        values = [float("nan") if v is None else v for v in values]  # ordering-only paper entries have no value
         ax.bar([j + (i - len(experiments) / 2) * width for j in range(len(rows))], values, width, label=name)
     ax.set_xticks(range(len(rows)), [label for label, _, _ in rows], rotation=30, ha="right", fontsize=8)
     ax.set(title=title, yscale="log" if log else "linear")
