@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -86,11 +87,9 @@ def run_train_py(args, seed: int, extra: list[str]) -> dict:
 
 def mean_and_spread(values: list[float]) -> str:
     """`mean ± sample standard deviation` (the deviation only from two values on)."""
-    mean = sum(values) / len(values)
     if len(values) < 2:
-        return f"{mean:.4f}"
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-    return f"{mean:.4f} ± {sd:.4f}"
+        return f"{statistics.mean(values):.4f}"
+    return f"{statistics.mean(values):.4f} ± {statistics.stdev(values):.4f}"
 
 
 def main(argv=None) -> list[dict]:
