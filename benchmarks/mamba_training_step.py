@@ -11,6 +11,10 @@ a minute or more per step at T = 384), so it is timed once, after a warm-up step
 Transformer take the median of several steps, interleaved, and the best of three rounds. Times are process CPU time
 by default (load from other processes on a shared machine disturbs them far less than wall time; `--clock wall`).
 `--skip-hf` leaves out the minutes-long `MambaForCausalLM` step.
+
+`icl_mamba` is timed with each CPU selective scan (`HF_ICL_SCAN_BACKEND`): the compiled numba scan (the default
+when numba is installed) and the chunked torch scan, each against `icl_transformer`; the first table rows use the
+default backend.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from transformer_vs_gpt2 import training_step  # noqa: E402
 from transformers import AutoModelForCausalLM, MambaConfig, MambaForCausalLM  # noqa: E402
 
 import hf_icl  # noqa: E402
+from hf_icl.mixers.ops import selective_scan as scan_module  # noqa: E402
 
 
 def build_models(preset: str, vocab: int):
@@ -57,6 +62,23 @@ def build_models(preset: str, vocab: int):
     return ours, reference, transformer
 
 
+def with_scan_backend(step, backend: str):
+    """`step` run with `HF_ICL_SCAN_BACKEND=backend` (the setting is restored after each call)."""
+
+    def run():
+        previous = os.environ.get(scan_module.SCAN_BACKEND_ENV)
+        os.environ[scan_module.SCAN_BACKEND_ENV] = backend
+        try:
+            step()
+        finally:
+            if previous is None:
+                del os.environ[scan_module.SCAN_BACKEND_ENV]
+            else:
+                os.environ[scan_module.SCAN_BACKEND_ENV] = previous
+
+    return run
+
+
 def timed(step, repeats, clock):
     """Median time of `step` after one warm-up call, by process CPU time or wall time."""
     return median_time(step, repeats=repeats, warmup=1, clock=clock)
@@ -77,12 +99,17 @@ def main():
     input_ids = torch.randint(1, 20, (args.batch, args.length))
     models = {"ours": ours, "transformer": transformer, "hf": reference}
     optimizers = {name: torch.optim.AdamW(model.parameters(), lr=1e-4) for name, model in models.items()}
-    steps = {name: training_step(models[name].train(), optimizers[name], input_ids) for name in ("ours", "transformer")}
+    train = {name: training_step(models[name].train(), optimizers[name], input_ids) for name in ("ours", "transformer")}
+    backends = ["torch"] if scan_module.NumbaSelectiveScan is None else ["numba", "torch"]
+    default = backends[0]  # what `HF_ICL_SCAN_BACKEND=auto` takes here
+    steps = {f"ours/{backend}": with_scan_backend(train["ours"], backend) for backend in backends}
+    steps["transformer"] = train["transformer"]
     times = {name: [] for name in steps}
     for _ in range(3):  # interleave rounds so drift in machine load hits both alike
         for name, step in steps.items():
             times[name].append(timed(step, args.repeats, args.clock))
     best = {name: min(values) for name, values in times.items()}
+    best["ours"] = best[f"ours/{default}"]
 
     best["hf"] = float("nan")
     if not args.skip_hf:
@@ -108,6 +135,9 @@ def main():
         print_table([(case, best["ours"], best["hf"])], ours="icl_mamba", reference="MambaForCausalLM")
         print()
     print_table([(case, best["ours"], best["transformer"])], ours="icl_mamba", reference="icl_transformer")
+    print(f"\nicl_mamba by CPU selective scan ({scan_module.SCAN_BACKEND_ENV}; default here: {default}):")
+    rows = [(f"{case}, {backend} scan", best[f"ours/{backend}"], best["transformer"]) for backend in backends]
+    print_table(rows, ours="icl_mamba", reference="icl_transformer")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ The mixer is a gated (GAU-style, paper 1 eq. 17) block around a state-space mode
 
 S6 (selective SSM): (δ, B_t, C_t) = x_proj(x_t) with δ of rank `dt_rank`; Δ_t = softplus(dt_proj(δ)) per channel;
 A = −exp(A_log) with the S4D-real init A_log = log(1..N); then the selective scan of `ops/selective_scan.py`
-(h_t = exp(Δ_t A) ⊙ h_{t−1} + Δ_t x_t B_t, y_t = h_t C_t) plus the skip D ⊙ x_t, D initialised to 1. Δ is initialised
+(h_t = exp(Δ_t A) ⊙ h_{t−1} + Δ_t x_t B_t, y_t = h_t C_t) plus the skip D ⊙ x_t, D initialised to 1. The scan
+dispatches on its own: mamba-ssm's kernel on CUDA, on the CPU a compiled numba kernel when numba is installed and the
+chunked torch scan otherwise (`HF_ICL_SCAN_BACKEND=auto|numba|torch` forces one; see `selective_scan`). Δ is initialised
 log-uniform in [1e-3, 1e-1] through dt_proj's bias (inverse softplus), dt_proj's weight uniform in ±dt_rank^−½, the
 convolution with PyTorch's default `Conv1d` init; in_proj/out_proj have no biases (all as the reference).
 

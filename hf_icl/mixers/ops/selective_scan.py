@@ -18,16 +18,34 @@ and runs the adjoint recurrence dh_t = C_t dy_t + exp(Δ_{t+1} A) ⊙ dh_{t+1} b
 Measured (B=8, T=384, D=256, N=16, one thread): ~2.5× faster in the forward than materialising (B, T, D, N)
 tensors of log-space cumulative decays, which do not fit in cache; chunks of ≈ 2 MB are fastest.
 
+Compiled CPU path (`selective_scan_numba.NumbaSelectiveScan`, needs numba): the same maths fused into one pass
+over time per batch row, the (N, D) state kept in L1 cache; the backward recomputes each chunk from a checkpoint of
+the state. Measured (B=8, T=384, D=256, N=16, float32, one thread): forward + backward ≈ 2.5× faster than the chunked
+path. Like the chunked path, it gives first derivatives only (neither supports double backward: the chunked
+backward writes with `out=`).
+
+Backend selection (`scan_backend`): environment variable `HF_ICL_SCAN_BACKEND` = `auto` (default), `numba` or
+`torch`, read at each call. `auto` takes the numba path when numba imports, every tensor is on the CPU and none is
+wrapped by a `torch.func` transform (the kernels need plain arrays); inputs run in float32 or float64 as in the torch
+path (half precision is promoted). Otherwise it takes the chunked torch path, which is also the oracle of the tests.
+`numba` raises if numba is missing or a tensor is not on the CPU.
+
 CUDA: mamba-ssm's `selective_scan_fn` is called when it imports and there is no initial state.
 """
 
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 
 from .precision import autocast_off
+
+try:
+    from .selective_scan_numba import NUMBA_CHUNK_ELEMENTS, NumbaSelectiveScan
+except ImportError:  # numba is missing: the torch path
+    NumbaSelectiveScan = None
 
 try:  # pragma: no cover - CUDA only
     from mamba_ssm.ops.selective_scan_interface import selective_scan_fn as mamba_ssm_selective_scan
@@ -36,6 +54,31 @@ except Exception:  # ImportError, or `selective_scan_cuda` failing to load on a 
 
 LOG2_E = 1 / math.log(2)
 CHUNK_ELEMENTS = 2**19  # working-set cap of one chunk buffer (fp32: 2 MB)
+SCAN_BACKEND_ENV = "HF_ICL_SCAN_BACKEND"
+SCAN_BACKENDS = ("auto", "numba", "torch")
+
+
+def scan_backend(*tensors) -> str:
+    """`"numba"` or `"torch"`: the CPU path `selective_scan` takes for these tensors under `HF_ICL_SCAN_BACKEND`.
+
+    Args:
+        *tensors (`torch.Tensor` or `None`): the scan's inputs (`None` for a missing initial state).
+    """
+    requested = os.environ.get(SCAN_BACKEND_ENV, "auto").strip().lower() or "auto"
+    if requested not in SCAN_BACKENDS:
+        raise ValueError(f"{SCAN_BACKEND_ENV}={requested!r} is not one of: {', '.join(map(repr, SCAN_BACKENDS))}")
+    if requested == "torch":
+        return "torch"
+    tensors = [t for t in tensors if t is not None]
+    on_cpu = all(t.device.type == "cpu" for t in tensors)
+    if requested == "numba":
+        if NumbaSelectiveScan is None:
+            raise ImportError(f"{SCAN_BACKEND_ENV}='numba' needs numba (pip install numba); or set 'torch' or 'auto'")
+        if not on_cpu:
+            raise ValueError(f"{SCAN_BACKEND_ENV}='numba' runs on the CPU only; the tensors are not all on the CPU")
+        return "numba"
+    functorch = any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors)
+    return "numba" if NumbaSelectiveScan is not None and on_cpu and not functorch else "torch"
 
 
 def _discretize(x, delta, A_log2, B, decay, inject):
@@ -144,6 +187,9 @@ def selective_scan(x, delta, A, B, C, initial_state=None, chunk_size: int = 16):
 
     Returns:
         `(y, state)`: y (B, T, D) in the dtype of `x`, state (B, D, N) in float32 (float64 for float64 inputs).
+
+    On the CPU the compiled numba path runs when numba imports, the chunked torch path otherwise (see
+    `scan_backend` and `HF_ICL_SCAN_BACKEND`); both give first derivatives only.
     """
     if x.is_cuda and mamba_ssm_selective_scan is not None and initial_state is None:  # pragma: no cover
         y, state = mamba_ssm_selective_scan(
@@ -156,6 +202,13 @@ def selective_scan(x, delta, A, B, C, initial_state=None, chunk_size: int = 16):
         )
         return y.transpose(1, 2), state.float()
     dtype = torch.promote_types(x.dtype, torch.float32)  # half precision runs in float32, float64 stays
+    if scan_backend(x, delta, A, B, C, initial_state) == "numba":
+        if initial_state is not None:
+            initial_state = initial_state.to(dtype).transpose(1, 2).contiguous()  # (B, N, D)
+        inputs = [t.to(dtype).contiguous() for t in (x, delta, A.t(), B, C)]  # (B, T, ·) and A as (N, D)
+        chunk_size = max(1, min(chunk_size, NUMBA_CHUNK_ELEMENTS // A.numel()))
+        y, state = NumbaSelectiveScan.apply(*inputs, initial_state, chunk_size)
+        return y.to(x.dtype), state.transpose(1, 2).contiguous()
     if initial_state is not None:
         initial_state = initial_state.to(dtype).transpose(1, 2)  # (B, N, D)
     time_major = [t.to(dtype).transpose(0, 1).contiguous() for t in (x, delta, B, C)]  # (T, B, ·)

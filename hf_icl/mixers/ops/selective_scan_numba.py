@@ -1,0 +1,169 @@
+"""Compiled CPU selective scan, forward and backward (numba; optional, dispatched by :mod:`.selective_scan`).
+
+Same maths and conventions as `ChunkedSelectiveScan` (h_t = exp(Δ_t A) ⊙ h_{t−1} + Δ_t x_t B_t, y_t = h_t C_t), but
+fused: one pass over time per batch row, the state (N, D) of that row (16 KB at D = 256, N = 16 in float32) staying
+in L1 cache, the exp, the update and the readout of an element in one vectorised loop over D. The torch path makes
+about twenty memory passes over B·T·D·N elements instead.
+
+Forward: y, the final state, and a checkpoint of the state every `chunk` steps (B·⌈T/chunk⌉·N·D floats; the
+per-step states are never stored). Backward, per batch row and chunk from the last: recompute the chunk's states
+and decays from its checkpoint into an (chunk + 1, N, D) buffer that stays in L2, then run the adjoint recurrence
+dh_{t−1} = exp(Δ_t A) ⊙ (dh_t + C_t dy_t) backwards, accumulating every gradient on the way. The state is never
+reconstructed by dividing by the decay (unstable where exp(Δ A) underflows).
+
+float32 runs in float32 (as the torch path) with the vectorisable 2^w of :mod:`.selective_scan_exp`; ∂A is summed
+in float64 across chunks. float64 runs in float64 with libm's exp2. The only fast-math flags are `contract` (fused
+multiply-adds) everywhere and `reassoc` in the two sums over D per step (∂B, ∂C), so that LLVM vectorises them as
+BLAS would; inf, NaN and 0 are kept exact (no `nnan`/`ninf`). Compiled on first use and cached (`cache=True`).
+
+Threads: the kernels are single-threaded. torch's intra-op threads are the user's thread budget; the case this was
+written for is one thread (a `prange` over batch rows would then gain nothing). With more torch threads the rest of
+the step still uses them; the scan does not.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from numba import njit
+from torch.autograd.function import once_differentiable
+
+from .precision import autocast_off
+from .selective_scan_exp import scan_exp2
+
+LOG2_E = 1 / math.log(2)
+NUMBA_CHUNK_ELEMENTS = 2**16  # cap on chunk·N·D: the backward's state and decay buffers (fp32: 2 × 256 KB) stay in L2
+FASTMATH = {"contract"}  # fused multiply-adds only: no reassociation, inf, NaN and 0 kept exact
+
+
+@njit(cache=True, fastmath={"reassoc"})
+def _sum(values):
+    """Σ values; the one place where LLVM may reorder additions (into SIMD partial sums, as BLAS does)."""
+    total = values[0]
+    for d in range(1, values.shape[0]):
+        total += values[d]
+    return total
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _step(delta_t, x_t, A_log2, B_t, previous, decay, state):
+    """One step of one batch row, keeping its decays: decay = 2^(Δ_t A log2 e), state = decay ⊙ previous +
+    B_t (Δ_t x_t)ᵀ. delta_t, x_t: (D,); B_t: (N,); A_log2, previous, decay, state: (N, D)."""
+    for n in range(A_log2.shape[0]):
+        b = B_t[n]
+        for d in range(A_log2.shape[1]):
+            decay[n, d] = scan_exp2(delta_t[d] * A_log2[n, d])
+            state[n, d] = decay[n, d] * previous[n, d] + delta_t[d] * x_t[d] * b
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def scan_forward(x, delta, A_log2, B, C, state, y, checkpoints, chunk):
+    """Run the scan from `state` (B, N, D), updated in place to the final state; writes y (B, T, D) and the state
+    before steps 0, chunk, 2·chunk, … into checkpoints (B, ⌈T/chunk⌉, N, D). x, Δ: (B, T, D); A_log2 = A·log2(e):
+    (N, D); B, C: (B, T, N)."""
+    batch, length, channels = x.shape
+    states = A_log2.shape[0]
+    for b in range(batch):
+        h = state[b]  # (N, D)
+        for t in range(length):
+            if t % chunk == 0:
+                checkpoints[b, t // chunk] = h
+            delta_t, x_t, y_t = delta[b, t], x[b, t], y[b, t]  # (D,) each
+            y_t[:] = 0
+            for n in range(states):
+                b_n, c_n, h_n, A_n = B[b, t, n], C[b, t, n], h[n], A_log2[n]
+                for d in range(channels):
+                    value = scan_exp2(delta_t[d] * A_n[d]) * h_n[d] + delta_t[d] * x_t[d] * b_n
+                    h_n[d] = value
+                    y_t[d] += value * c_n
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def scan_backward(
+    x, delta, A, A_log2, B, C, checkpoints, chunk, grad_y, grad_state, grad_x, grad_delta, grad_A, grad_B, grad_C
+):
+    """Gradients of the scan run by `scan_forward` (same shapes, A (N, D) next to A_log2, its `checkpoints` and
+    `chunk`), given ∂y (B, T, D) and ∂(final
+    state) `grad_state` (B, N, D), which is overwritten with ∂(initial state). Writes grad_x, grad_delta (B, T, D),
+    grad_B, grad_C (B, T, N) and adds into grad_A (N, D) (float64)."""
+    batch, length, channels = x.shape
+    states = A.shape[0]
+    h = np.empty((chunk + 1, states, channels), x.dtype)  # states before and after each step of a chunk
+    decay = np.empty((chunk, states, channels), x.dtype)
+    grad_A_chunk = np.empty((states, channels), x.dtype)
+    rows = np.empty((5, channels), x.dtype)
+    delta_x, grad_delta_x, grad_delta_t, product_B, product_C = rows[0], rows[1], rows[2], rows[3], rows[4]
+    for b in range(batch):
+        adjoint = grad_state[b]  # (N, D): ∂loss/∂h_t from steps after t, then ∂loss/∂h_{t-1}
+        for index in range(checkpoints.shape[1] - 1, -1, -1):
+            start = index * chunk
+            steps = min(chunk, length - start)
+            h[0] = checkpoints[b, index]
+            for j in range(steps):
+                _step(delta[b, start + j], x[b, start + j], A_log2, B[b, start + j], h[j], decay[j], h[j + 1])
+            grad_A_chunk[:] = 0
+            for j in range(steps - 1, -1, -1):
+                t = start + j
+                delta_t, x_t, dy_t = delta[b, t], x[b, t], grad_y[b, t]  # (D,) each
+                for d in range(channels):
+                    delta_x[d] = delta_t[d] * x_t[d]
+                grad_delta_x[:] = 0
+                grad_delta_t[:] = 0
+                for n in range(states):
+                    b_n, c_n = B[b, t, n], C[b, t, n]
+                    a_n, h_n, previous_n, decay_n = adjoint[n], h[j + 1, n], h[j, n], decay[j, n]  # (D,) each
+                    A_n, grad_A_n = A[n], grad_A_chunk[n]
+                    for d in range(channels):
+                        g = a_n[d] + c_n * dy_t[d]  # ∂loss/∂h_t[n, d]
+                        product_C[d] = h_n[d] * dy_t[d]
+                        product_B[d] = g * delta_x[d]
+                        grad_delta_x[d] += g * b_n
+                        grad_log_decay = g * decay_n[d] * previous_n[d]  # ∂loss/∂(Δ_t A[n, d])
+                        grad_delta_t[d] += grad_log_decay * A_n[d]
+                        grad_A_n[d] += grad_log_decay * delta_t[d]
+                        a_n[d] = g * decay_n[d]
+                    grad_C[b, t, n] = _sum(product_C)
+                    grad_B[b, t, n] = _sum(product_B)
+                for d in range(channels):
+                    grad_x[b, t, d] = grad_delta_x[d] * delta_t[d]
+                    grad_delta[b, t, d] = grad_delta_t[d] + grad_delta_x[d] * x_t[d]
+            grad_A += grad_A_chunk
+
+
+class NumbaSelectiveScan(torch.autograd.Function):
+    """Autograd function of the compiled scan on batch-first, contiguous inputs of one float dtype.
+
+    forward(x, Δ (B, T, D), A (N, D), B, C (B, T, N), h0 (B, N, D) or None, chunk) returns y (B, T, D) and the final
+    state (B, N, D). Only first derivatives: the backward is not itself differentiable (no double backward).
+    """
+
+    @staticmethod
+    @autocast_off
+    def forward(ctx, x, delta, A, B, C, initial_state, chunk):
+        batch, length, channels = x.shape
+        state = x.new_zeros(batch, *A.shape) if initial_state is None else initial_state.clone()
+        y = x.new_empty(batch, length, channels)
+        checkpoints = x.new_empty(batch, -(-length // chunk), *A.shape)
+        A_log2 = A * LOG2_E  # (N, D): exp(Δ A) = 2^(Δ A log2 e), as in the torch path
+        arrays = [t.detach().numpy() for t in (x, delta, A_log2, B, C, state, y, checkpoints)]
+        scan_forward(*arrays, chunk)
+        ctx.save_for_backward(x, delta, A, A_log2, B, C, checkpoints)
+        ctx.chunk, ctx.has_initial_state = chunk, initial_state is not None
+        return y, state
+
+    @staticmethod
+    @once_differentiable
+    @autocast_off
+    def backward(ctx, grad_y, grad_state):
+        x, delta, A, A_log2, B, C, checkpoints = ctx.saved_tensors
+        grad_y = torch.zeros_like(x) if grad_y is None else grad_y.contiguous()
+        carry = x.new_zeros(x.shape[0], *A.shape) if grad_state is None else grad_state.contiguous().clone()
+        grads = [torch.empty_like(t) for t in (x, delta, B, C)]
+        grad_A = torch.zeros(A.shape, dtype=torch.float64)
+        inputs = [t.detach().numpy() for t in (x, delta, A, A_log2, B, C, checkpoints)]
+        outputs = [t.numpy() for t in (grad_y, carry, *grads[:2], grad_A, *grads[2:])]
+        scan_backward(*inputs, ctx.chunk, *outputs)
+        grad_initial = carry if ctx.has_initial_state else None
+        return grads[0], grads[1], grad_A.to(A.dtype), grads[2], grads[3], grad_initial, None
