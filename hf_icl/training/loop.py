@@ -41,6 +41,11 @@ from .report import write_reports
 KILL_AT_STEP_ENV = "HF_ICL_TEST_KILL_AT_STEP"  # test hook: hard-exit after this step, as a SIGKILL would
 
 
+def warmup_steps(args: RunArguments, total_steps: int) -> int:
+    """The warm-up length: `--warmup-steps` when given, else `--warmup-ratio` of the run."""
+    return args.warmup_steps if args.warmup_steps is not None else int(args.warmup_ratio * total_steps)
+
+
 def lr_multiplier(args: RunArguments, total_steps: int):
     """LR multiplier by step: linear warm-up from `warmup_start_lr` to `lr`, then `args.lr_schedule`.
 
@@ -48,7 +53,7 @@ def lr_multiplier(args: RunArguments, total_steps: int):
     (warm-up, stable, decay) stays at `lr` and decays linearly to `min_lr` over the last `decay_ratio` of the steps,
     so the rate is high until the model has left RegBench's pre-induction plateau.
     """
-    warmup = args.warmup_steps if args.warmup_steps is not None else int(args.warmup_ratio * total_steps)
+    warmup = warmup_steps(args, total_steps)
     decay_start = max(warmup, total_steps - int(args.decay_ratio * total_steps))
 
     def factor(step: int) -> float:
@@ -242,6 +247,12 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
     total_steps = args.max_steps or math.ceil(args.epochs * stream.steps_per_epoch)
     optimizer = build_optimizer(model, args)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_multiplier(args, total_steps))
+    warmup = warmup_steps(args, total_steps)
+    if warmup and warmup >= total_steps // 2:  # e.g. RegBench's default 200-step warm-up in a short run
+        accelerator.print(
+            f"warning: the warm-up ({warmup} steps) takes at least half of the run ({total_steps} steps), so the "
+            f"learning rate stays below --lr={args.lr} for most of it; lower --warmup-steps for short runs"
+        )
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
 
     state = {"global_step": 0, "history": [], "wall_time_s": 0.0, "cpu_time_s": 0.0, "curriculum": {}}
