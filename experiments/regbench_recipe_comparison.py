@@ -17,6 +17,7 @@ prints one Markdown table (recipe | seed | steps | accuracy | TVD | train s) and
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import statistics
@@ -33,6 +34,8 @@ from hf_icl.evaluation.regbench_eval import evaluate_regbench
 from hf_icl.tasks.lm_data import pad_collate
 from hf_icl.tokenization import regbench_tokenizer
 from hf_icl.training import main as train_main
+from hf_icl.training.arguments import parse_args
+from hf_icl.training.checkpoints import RUN_MARKER
 
 SIZE = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2)
 
@@ -81,8 +84,20 @@ def run_train_py(args, seed: int, extra: list[str]) -> dict:
         *[f"--override={key}={value}" for key, value in SIZE.items()], *extra,
     ]  # fmt: skip
     finished = output / "metrics.json"
-    metrics = json.loads(finished.read_text()) if finished.is_file() else train_main(argv)  # finished runs are kept
+    metrics = json.loads(finished.read_text()) if same_run(output, argv) else train_main(argv)
     return {**metrics["test"]["model"], "train_s": metrics["train"]["wall_time_s"]}
+
+
+def same_run(output: Path, argv: list[str]) -> bool:
+    """Whether `output` holds a finished run of exactly the arguments `argv` resolves to today (defaults included),
+    so that a change of `train.py`'s defaults reruns it instead of reusing its stale score."""
+    marker, finished = output / RUN_MARKER, output / "metrics.json"
+    if not (marker.is_file() and finished.is_file()):
+        return False
+    ignored = {"output_dir", "overwrite", "resume"}
+    wanted = {k: v for k, v in json.loads(json.dumps(dataclasses.asdict(parse_args(argv)))).items() if k not in ignored}
+    saved = {k: v for k, v in json.loads(marker.read_text())["run_config"].items() if k not in ignored}
+    return saved == wanted
 
 
 def mean_and_spread(values: list[float]) -> str:
