@@ -111,6 +111,7 @@ def test_fsdp_on_cpu_matches_ddp_and_resumes_from_sharded_checkpoints(ddp_run, t
     for name in sharded:
         torch.testing.assert_close(sharded[name], replicated[name], atol=1e-6, rtol=0, msg=name)
     metrics = json.loads((output / "metrics.json").read_text())
-    assert metrics["test"]["model"] == json.loads((ddp_run / "metrics.json").read_text())["test"]["model"]
+    expected = json.loads((ddp_run / "metrics.json").read_text())["test"]["model"]  # weights agree to 1e-6, so do these
+    assert metrics["test"]["model"] == pytest.approx(expected, rel=1e-6, abs=1e-9)
     assert AutoModelForCausalLM.from_pretrained(output / "model").num_parameters() == metrics["num_parameters"]
 
