@@ -17,7 +17,6 @@ prints one Markdown table (recipe | seed | steps | accuracy | TVD | train s) and
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import math
 import statistics
@@ -35,7 +34,7 @@ from hf_icl.tasks.lm_data import pad_collate
 from hf_icl.tokenization import regbench_tokenizer
 from hf_icl.training import main as train_main
 from hf_icl.training.arguments import parse_args
-from hf_icl.training.checkpoints import RUN_MARKER
+from hf_icl.training.checkpoints import saved_run_config
 
 SIZE = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2)
 
@@ -91,13 +90,12 @@ def run_train_py(args, seed: int, extra: list[str]) -> dict:
 def same_run(output: Path, argv: list[str]) -> bool:
     """Whether `output` holds a finished run of exactly the arguments `argv` resolves to today (defaults included),
     so that a change of `train.py`'s defaults reruns it instead of reusing its stale score."""
-    marker, finished = output / RUN_MARKER, output / "metrics.json"
-    if not (marker.is_file() and finished.is_file()):
+    saved = saved_run_config(output)
+    if saved is None or not (output / "metrics.json").is_file():
         return False
     ignored = {"output_dir", "overwrite", "resume"}
-    wanted = {k: v for k, v in json.loads(json.dumps(dataclasses.asdict(parse_args(argv)))).items() if k not in ignored}
-    saved = {k: v for k, v in json.loads(marker.read_text())["run_config"].items() if k not in ignored}
-    return saved == wanted
+    wanted = json.loads(json.dumps(parse_args(argv).to_dict()))  # tuples as the saved JSON lists
+    return {k: v for k, v in saved.items() if k not in ignored} == {k: v for k, v in wanted.items() if k not in ignored}
 
 
 def mean_and_spread(values: list[float]) -> str:

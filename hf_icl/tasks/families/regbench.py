@@ -97,7 +97,7 @@ FAMILY = TaskFamily(
         "lr": 3e-3,
         # A fixed 200-step warm-up from 0 instead of 10 % of the run from 1e-7: over 3 seeds at 1,200 steps it is
         # +0.030 ± 0.009 accuracy (paired) above the minimal loop, where the ratio warm-up was -0.011 below it
-        # (docs/results/recipe/comparison_variants_1200.md).
+        # (docs/results/recipe/comparison_1200.md and comparison_1200_ratio_warmup.md).
         "warmup_steps": 200,
         "warmup_start_lr": 0.0,
     },
