@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 import hf_icl
 from hf_icl.mixers.gla import GatedLinearAttention
 from hf_icl.mixers.linear_attention import LinearAttention
+from hf_icl.mixers.ops import chunk_decays
 from hf_icl.mixers.ops import linear_recurrence as ops
 from hf_icl.mixers.retnet import MultiScaleRetention, retention_log_decay
 from hf_icl.modeling.cache import ICLCache
@@ -69,15 +70,18 @@ def test_chunked_equals_naive_recurrence(kind, length, chunk, dk, dv, strength, 
     torch.testing.assert_close(final.double(), ref_final, atol=1e-5 * (1 + ref_final.abs().max().item()), rtol=0)
 
 
-@pytest.mark.parametrize("strengths", [(0.02, 0.02), (0.02, 60.0), (60.0, 60.0)])
-def test_per_key_dim_paths_match_naive_in_values_and_gradients(strengths):
-    # The per-key-dim path factors exp(b_i − b_j) into q and k on chunks that decay gently and forms explicit
-    # (C, C, Dk) products on the others; one call here mixes both kinds of chunk.
-    q, k, v, g = make_inputs("key_dim", 2, 2, 48, 4, 3, 1.0)
-    g = -torch.rand_like(g) * torch.tensor(strengths).repeat_interleave(24)[None, None, :, None]
+@pytest.mark.parametrize("chunk", [8, 40, 64])  # one sub-chunk; a padded last sub-chunk; four whole sub-chunks
+@pytest.mark.parametrize("strengths", [(0.02, 0.02), (0.02, 60.0), (60.0, 60.0), (0.02, 2.0, 60.0)])
+def test_per_key_dim_paths_match_naive_in_values_and_gradients(chunk, strengths):
+    # The per-key-dim path factors exp(b_i − b_j) into q and k on chunks that decay gently; chunks that decay
+    # harder are tiled into sub-chunks (2 nats per step: the 64-step chunk is unsafe, its 16-step sub-chunks are
+    # not; 60 nats: the sub-chunks are unsafe too and form explicit products). One call mixes these kinds.
+    length = 48 * len(strengths)
+    q, k, v, g = make_inputs("key_dim", 2, 2, length, 4, 3, 1.0)
+    g = -torch.rand_like(g) * torch.tensor(strengths).repeat_interleave(48)[None, None, :, None]
     total = {}
     for name, fn in (
-        ("chunked", lambda *a: ops.chunked_linear_attention(*a, chunk_size=8)),
+        ("chunked", lambda *a: ops.chunked_linear_attention(*a, chunk_size=chunk)),
         ("naive", naive_recurrence),
     ):
         leaves = [x.clone().requires_grad_() for x in (q, k, v, g)]
@@ -150,6 +154,26 @@ def test_padded_positions_are_no_ops(kind):
     keep = mask[0]
     ref, _ = naive_recurrence(*(x[:, :, keep] for x in (q, k, v)), None if g is None else expand(g, q)[:, :, keep])
     torch.testing.assert_close(out[:, :, keep].double(), ref, atol=1e-5, rtol=1e-5)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    length=st.integers(1, 70),
+    size=st.sampled_from([1, 4, 16]),
+    dk=st.integers(1, 5),
+    strength=st.sampled_from([0.1, 3.0, 40.0, 1000.0]),
+    seed=st.integers(0, 2**16),
+)
+def test_tiled_scores_equal_the_explicit_products(length, size, dk, strength, seed):
+    # Brute force: A_ij = Σ_d q_id k_jd exp(b_id − b_jd) for j ≤ i, formed in float64.
+    gen = torch.Generator().manual_seed(seed)
+    q, k = (torch.randn(3, length, dk, generator=gen) for _ in range(2))
+    b = (-torch.rand(3, length, dk, generator=gen, dtype=torch.float64) * strength).cumsum(1)
+    scores = chunk_decays.tiled_scores(q, k, b, size)
+    exponent = (b[:, :, None] - b[:, None]).masked_fill(~torch.ones(length, length).tril().bool()[..., None], -math.inf)
+    reference = (q.double()[:, :, None] * k.double()[:, None] * exponent.exp()).sum(-1)
+    assert torch.isfinite(scores).all()
+    torch.testing.assert_close(scores.double(), reference, atol=1e-5 * (1 + reference.abs().max().item()), rtol=0)
 
 
 def test_strong_decays_stay_finite():

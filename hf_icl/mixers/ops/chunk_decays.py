@@ -9,7 +9,9 @@ float64, and differences taken before exponentiating, so every exponent below is
 - a decay per key dimension (GLA), or a per-head decay that needs a gradient: no (C, C) mask exists, so the
   intra-chunk scores factor exp(b_i − b_j) = exp(b_i) · exp(−b_j) into q and k (GLA's chunk-level form) on every
   chunk whose total decay stays within SAFE_EXPONENT, where both factors lie in [e^−30, e^30] and are exact in
-  float32, and form the explicit (C, C, Dk) products only on chunks that decay harder (`key_dim_scores`).
+  float32; chunks that decay harder are tiled into sub-chunks whose off-diagonal blocks factor around the
+  sub-chunk boundaries, and only sub-chunks that themselves decay beyond the bound form explicit (c, c, Dk)
+  products (`key_dim_scores`, `tiled_scores`).
   `KeyDimDecays` makes the factors with a hand-written backward:
 
       ∂L/∂b_i = q_i · ∂L/∂q_i − k_i · ∂L/∂k_i   (q and k enter only through q_i e^{b_i}, k_j e^{−b_j}, k_j e^{b_C−b_j})
@@ -23,10 +25,12 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 
 from .precision import autocast_off
 
 SAFE_EXPONENT = 30.0  # per-key-dim decays: factor exp(b_i − b_j) into q and k while |b| ≤ this inside a chunk
+SUBCHUNK_SIZE = 16  # sub-chunk length of `tiled_scores`, as flash-linear-attention's chunk_gla
 
 
 def decay_mask(b, causal):
@@ -113,6 +117,8 @@ class KeyDimDecays(torch.autograd.Function):
 def key_dim_scores(query, key, decayed_query, intra_key, b, causal):
     """Intra-chunk scores A_ij = Σ_d q_id k_jd exp(b_id − b_jd), j ≤ i: (B, H, N, C, C).
 
+    Safe chunks take one factored matmul; chunks that decay beyond the bound go through `tiled_scores`.
+
     Args:
         query, key: (B, H, N, C, Dk) Q and K; decayed_query, intra_key: Q̃ and K̂ from `KeyDimDecays`.
         b: (B, H, N, C, Dk) float64 prefix sums of the log decays inside each chunk.
@@ -122,6 +128,45 @@ def key_dim_scores(query, key, decayed_query, intra_key, b, causal):
     unsafe = (b[..., -1, :] < -SAFE_EXPONENT).any(-1)  # (B, H, N): chunks that decay beyond the bound
     if bool(unsafe.any()):
         idx = unsafe.nonzero(as_tuple=True)
-        explicit = (decay_mask(b[idx], causal) * key[idx][:, None] * query[idx][:, :, None]).sum(-1)  # (M, C, C)
-        scores = scores.index_put(idx, explicit)
+        scores = scores.index_put(idx, tiled_scores(query[idx], key[idx], b[idx]))
     return scores
+
+
+def tiled_scores(query, key, b, size: int = SUBCHUNK_SIZE):
+    """Intra-chunk scores of chunks that decay too hard to factor at once, tiled into sub-chunks of `size`.
+
+    With r_I the prefix sum just before sub-chunk I (0 before the first), b_i ≤ r_I ≤ b_j for i in I and j in an
+    earlier sub-chunk J, so exp(b_i − b_j) = exp(b_i − r_I) · exp(r_I − b_j) splits into two factors ≤ 1: every
+    block J < I is one matmul, whatever the decay (flash-linear-attention's two-level tiling). A diagonal block
+    J = I factors the same way, its key factor clamped at e^SAFE_EXPONENT, and is exact unless the sub-chunk itself
+    decays beyond the bound; only those blocks are formed as explicit (c, c, Dk) products. A learned GLA forgets
+    fast enough that most 64-step chunks are unsafe but almost no 16-step sub-chunk is.
+
+    Args:
+        query, key: (M, C, Dk) float32 Q and K of M chunks.
+        b: (M, C, Dk) float64 prefix sums of the log decays inside each chunk.
+        size: sub-chunk length c.
+
+    Returns:
+        (M, C, C) scores, zero above the diagonal.
+    """
+    chunks, length, dk = query.shape
+    n = -(-length // size)
+    if n * size > length:  # pad to whole sub-chunks: zero q and k, no further decay
+        query, key = (F.pad(x, (0, 0, 0, n * size - length)) for x in (query, key))
+        b = torch.cat([b, b[:, -1:].expand(-1, n * size - length, -1)], dim=1)
+    q, k, b = (x.reshape(chunks, n, size, dk) for x in (query, key, b))  # (M, S, c, Dk)
+    ref = F.pad(b[:, :-1, -1], (0, 0, 1, 0))  # (M, S, Dk): r_I
+    q_scaled = q * (b - ref[:, :, None]).float().exp()  # (M, S, c, Dk): e^{b_i − r_I} ≤ 1
+    later = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)[:, :, None, None]  # (S_I, S_J, 1, 1): J > I
+    to_ref = (ref[:, :, None, None] - b[:, None]).masked_fill(later, float("-inf"))  # (M, S_I, S_J, c, Dk): r_I − b_j
+    k_scaled = k[:, None] * to_ref.clamp(max=SAFE_EXPONENT).float().exp()  # ≤ 1 for J < I
+    blocks = q_scaled[:, :, None] @ k_scaled.transpose(-1, -2)  # (M, S_I, S_J, c, c)
+    unsafe = (b[:, :, -1] - ref < -SAFE_EXPONENT).any(-1)  # (M, S): sub-chunks that decay beyond the bound
+    if bool(unsafe.any()):
+        m, s = unsafe.nonzero(as_tuple=True)
+        causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
+        explicit = (decay_mask(b[m, s], causal) * k[m, s][:, None] * q[m, s][:, :, None]).sum(-1)  # (m, c, c)
+        blocks = blocks.index_put((m, s, s), explicit)
+    scores = blocks.transpose(2, 3).reshape(chunks, n * size, n * size)[:, :length, :length]
+    return torch.tril(scores)
