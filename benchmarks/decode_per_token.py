@@ -5,7 +5,7 @@ Run: `PYTHONPATH=. python benchmarks/decode_per_token.py [--preset small --conte
 Each architecture (all of `hf_icl.list_architectures()`, so new ones are picked up automatically) is built at the
 same preset with vocabulary 20 and `max_position_embeddings` large enough for the longest context (only learned
 positions use it). For each context, one sequence of that many random tokens is prefilled; then every
-(architecture, context) pair decodes one greedy token through its cache (`past_key_values`, no_grad, one thread) per
+(architecture, context) pair decodes one greedy token through its cache (`cache`, no_grad, one thread) per
 round, round after round, so all pairs see the same machine load. The figure is the median over the timed rounds
 (after warm-up rounds) of each step's process CPU time: with one thread that equals wall time on a quiet machine,
 and it is not inflated while other processes hold the cores (`common.median_time` times wall clock, hence the loop).
@@ -36,14 +36,14 @@ class GreedyDecoder:
         self.model = model
         prompt = torch.randint(1, vocab, (1, context), generator=torch.Generator().manual_seed(context))
         out = model(prompt, use_cache=True)
-        self.cache, self.token = out.past_key_values, out.logits[:, -1:].argmax(-1)  # token (1, 1)
+        self.cache, self.token = out.cache, out.logits[:, -1:].argmax(-1)  # token (1, 1)
 
     @torch.no_grad()
     def step(self) -> float:
         """Decode the next token; return the step's process CPU time in seconds."""
         start = time.process_time()
-        out = self.model(self.token, past_key_values=self.cache, use_cache=True)
-        self.cache, self.token = out.past_key_values, out.logits[:, -1:].argmax(-1)
+        out = self.model(self.token, cache=self.cache, use_cache=True)
+        self.cache, self.token = out.cache, out.logits[:, -1:].argmax(-1)
         return time.process_time() - start
 
 

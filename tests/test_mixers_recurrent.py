@@ -247,10 +247,10 @@ def test_state_size_is_the_state_decoding_keeps(mixer):
     assert {type(layer.mixer) for layer in layers} == {MIXERS[mixer]}
     batch, input_ids = 3, torch.randint(1, 20, (3, 8), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        cache = model(input_ids[:, :5], use_cache=True).past_key_values
+        cache = model(input_ids[:, :5], use_cache=True).cache
         for t in range(5, 9):
             for i, layer in enumerate(layers):
                 assert layer.mixer.state_size() == cache.layer_state(i).nbytes() // batch > 0, (t, i)
             assert cache.model_state.nbytes() == 0
             if t < 8:
-                cache = model(input_ids[:, t : t + 1], past_key_values=cache, use_cache=True).past_key_values
+                cache = model(input_ids[:, t : t + 1], cache=cache, use_cache=True).cache

@@ -242,4 +242,4 @@ def test_state_size_matches_cache(arch):
     model = hf_icl.modeling.decoder.ICLModel(mixer_config(arch)).eval()
     with torch.no_grad():
         out = model(torch.tensor([[1, 2, 3, 4, 5]]), use_cache=True)
-    assert model.state_size() == out.past_key_values.nbytes_per_sequence()
+    assert model.state_size() == out.cache.nbytes_per_sequence()

@@ -44,12 +44,10 @@ def left_padded_batch():
 def step_by_step_logits(model, input_ids, attention_mask, prefill):
     """Prefill `prefill` tokens, then decode one token at a time through the cache."""
     out = model(input_ids[:, :prefill], attention_mask=attention_mask[:, :prefill], use_cache=True)
-    cache, logits = out.past_key_values, [out.logits]
+    cache, logits = out.cache, [out.logits]
     for t in range(prefill, input_ids.shape[1]):
-        out = model(
-            input_ids[:, t : t + 1], attention_mask=attention_mask[:, : t + 1], past_key_values=cache, use_cache=True
-        )
-        cache = out.past_key_values
+        out = model(input_ids[:, t : t + 1], attention_mask=attention_mask[:, : t + 1], cache=cache, use_cache=True)
+        cache = out.cache
         logits.append(out.logits)
     return torch.cat(logits, dim=1)
 

@@ -77,10 +77,10 @@ def test_capabilities_match_the_built_model(arch):
     # Recurrent decoding keeps a state of fixed size; otherwise the cache grows with every decoded token.
     input_ids = torch.randint(1, 20, (2, 9), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
-        cache = model(input_ids[:, :6], use_cache=True).past_key_values
+        cache = model(input_ids[:, :6], use_cache=True).cache
         sizes = [cache.nbytes_per_sequence()]
         for t in range(6, 9):
-            cache = model(input_ids[:, t : t + 1], past_key_values=cache, use_cache=True).past_key_values
+            cache = model(input_ids[:, t : t + 1], cache=cache, use_cache=True).cache
             sizes.append(cache.nbytes_per_sequence())
     assert (len(set(sizes)) == 1) == entry.recurrent_decode, sizes
     if entry.continuous_inputs:  # the backbone reads embeddings as well as token ids

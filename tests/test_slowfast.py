@@ -182,10 +182,10 @@ def test_training_reports_the_named_auxiliary_losses():
 
 def step_logits(model, input_ids, **kwargs):
     out = model(input_ids[:, :3], use_cache=True, **kwargs)
-    cache, logits = out.past_key_values, [out.logits]
+    cache, logits = out.cache, [out.logits]
     for t in range(3, input_ids.shape[1]):
-        out = model(input_ids[:, t : t + 1], past_key_values=cache, use_cache=True, **kwargs)
-        cache, logits = out.past_key_values, logits + [out.logits]
+        out = model(input_ids[:, t : t + 1], cache=cache, use_cache=True, **kwargs)
+        cache, logits = out.cache, logits + [out.logits]
     return torch.cat(logits, dim=1)
 
 

@@ -13,6 +13,7 @@ import torch
 from torch import nn
 from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
+from transformers.utils.deprecation import deprecate_kwarg
 
 from .cache import ICLCache
 from .configuration import ICLConfig
@@ -20,6 +21,9 @@ from .layers import DecoderBlock, build_norm
 from .ngram_blocks import build_layers
 from .outputs import ForwardRecorder, ICLCausalLMOutput, ICLModelOutput
 from .remote_code import save_pretrained_with_code
+
+# transformers 5.24 renamed `past_key_values` to `cache`; the old name still works, with transformers' warning.
+renamed_cache_kwarg = deprecate_kwarg("past_key_values", version="6.0.0", new_name="cache", raise_if_both_names=True)
 
 
 class ICLPreTrainedModel(PreTrainedModel):
@@ -29,7 +33,7 @@ class ICLPreTrainedModel(PreTrainedModel):
     base_model_prefix = "model"
     supports_gradient_checkpointing = False
     _no_split_modules = ["DecoderBlock", "NgramBlock"]
-    _skip_keys_device_placement = ["past_key_values"]
+    _skip_keys_device_placement = ["cache"]
     _supports_sdpa = True
     _supports_attention_backend = True
     auto_class_name = "AutoModel"
@@ -163,12 +167,13 @@ class ICLModel(ICLPreTrainedModel):
                 all_hidden_states.append(hidden_states)
         return hidden_states
 
+    @renamed_cache_kwarg
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
         attention_mask: torch.Tensor | None = None,
         position_ids: torch.LongTensor | None = None,
-        past_key_values: ICLCache | None = None,
+        cache: ICLCache | None = None,
         inputs_embeds: torch.Tensor | None = None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
@@ -201,14 +206,14 @@ class ICLModel(ICLPreTrainedModel):
             output_attentions = self.config.output_attentions
         recorder = ForwardRecorder(output_attentions=bool(output_attentions))
         use_cache = use_cache if use_cache is not None else (self.config.use_cache and not self.training)
-        if past_key_values is not None and not isinstance(past_key_values, ICLCache):
+        if cache is not None and not isinstance(cache, ICLCache):
             raise TypeError(
-                f"past_key_values must be an hf_icl ICLCache, got {type(past_key_values).__name__}; "
+                f"cache must be an hf_icl ICLCache, got {type(cache).__name__}; "
                 "let the model create it (use_cache=True)"
             )
-        if use_cache and past_key_values is None:
-            past_key_values = ICLCache(self.config.num_hidden_layers)
-        cache = past_key_values if use_cache else None
+        if use_cache and cache is None:
+            cache = ICLCache(self.config.num_hidden_layers)
+        cache = cache if use_cache else None
         past_length = cache.get_seq_length() if cache is not None else 0
 
         hidden_states = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, d)
@@ -236,7 +241,7 @@ class ICLModel(ICLPreTrainedModel):
             cache.advance(length)
         return ICLModelOutput(
             last_hidden_state=hidden_states,
-            past_key_values=cache,
+            cache=cache,
             hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
             attentions=tuple(recorder.attentions) if output_attentions else None,
             aux_losses=recorder.aux_losses,
@@ -277,12 +282,13 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
     def set_output_embeddings(self, value):
         self.lm_head = value
 
+    @renamed_cache_kwarg
     def forward(
         self,
         input_ids: torch.LongTensor | None = None,
         attention_mask: torch.Tensor | None = None,
         position_ids: torch.LongTensor | None = None,
-        past_key_values: ICLCache | None = None,
+        cache: ICLCache | None = None,
         inputs_embeds: torch.Tensor | None = None,
         labels: torch.LongTensor | None = None,
         use_cache: bool | None = None,
@@ -303,7 +309,7 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=position_ids,
-            past_key_values=past_key_values,
+            cache=cache,
             inputs_embeds=inputs_embeds,
             use_cache=use_cache,
             output_attentions=output_attentions,
@@ -320,7 +326,7 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
         return ICLCausalLMOutput(
             loss=loss,
             logits=logits,
-            past_key_values=outputs.past_key_values,
+            cache=outputs.cache,
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
             aux_losses=outputs.aux_losses,

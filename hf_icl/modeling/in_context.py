@@ -36,7 +36,7 @@ class InContextRegressionOutput(ModelOutput):
             chain-of-thought, ŷ read at the s positions, (B, n).
         step_predictions (`torch.Tensor`, *optional*): chain-of-thought only: (B, N, k) ŝ read at the x positions.
         hidden_states, attentions, aux_losses: as in `ICLRegressionOutput`, over the interleaved token sequence.
-        past_key_values (`ICLCache`, *optional*): the cache, with `use_cache=True`.
+        cache (`ICLCache`, *optional*): the cache, with `use_cache=True`.
     """
 
     loss: torch.Tensor | None = None
@@ -45,7 +45,7 @@ class InContextRegressionOutput(ModelOutput):
     hidden_states: tuple[torch.Tensor, ...] | None = None
     attentions: tuple[torch.Tensor | None, ...] | None = None
     aux_losses: dict[str, torch.Tensor] | None = None
-    past_key_values: object | None = None
+    cache: object | None = None
 
 
 def interleave(x_tokens, y_tokens, s_tokens=None):
@@ -145,7 +145,7 @@ class InContextRegressionMixin:
         y_tokens: torch.Tensor | None = None,
         targets: torch.Tensor | None = None,
         loss_mask: torch.Tensor | None = None,
-        past_key_values=None,
+        cache=None,
         use_cache: bool | None = None,
         output_attentions: bool | None = None,
         output_hidden_states: bool | None = None,
@@ -160,7 +160,7 @@ class InContextRegressionMixin:
         tokens, x_positions, s_positions = interleave(x_tokens, self._y_tokens(ys, y_tokens), self._s_tokens(ss))
         outputs = self.model(
             inputs_embeds=tokens,
-            past_key_values=past_key_values,
+            cache=cache,
             use_cache=bool(use_cache),
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
@@ -188,7 +188,7 @@ class InContextRegressionMixin:
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
             aux_losses=outputs.aux_losses,
-            past_key_values=outputs.past_key_values if use_cache else None,
+            cache=outputs.cache if use_cache else None,
         )
 
     @torch.no_grad()
@@ -209,8 +209,8 @@ class InContextRegressionMixin:
 
         def step(token):
             nonlocal cache
-            out = self.model(inputs_embeds=token[:, None], past_key_values=cache, use_cache=True)
-            cache = out.past_key_values
+            out = self.model(inputs_embeds=token[:, None], cache=cache, use_cache=True)
+            cache = out.cache
             return out.last_hidden_state[:, -1]  # (B, d)
 
         for i in range(xs.shape[1]):

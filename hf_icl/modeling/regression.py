@@ -20,7 +20,7 @@ from torch import nn
 from transformers.utils import ModelOutput
 
 from .configuration import ICLConfig
-from .decoder import ICLModel, ICLPreTrainedModel
+from .decoder import ICLModel, ICLPreTrainedModel, renamed_cache_kwarg
 from .in_context import InContextRegressionMixin
 
 
@@ -82,6 +82,7 @@ class ICLForRegression(InContextRegressionMixin, ICLPreTrainedModel):
     def get_input_embeddings(self):
         return self.read_in
 
+    @renamed_cache_kwarg
     def forward(
         self,
         inputs: torch.FloatTensor | None = None,
@@ -96,7 +97,7 @@ class ICLForRegression(InContextRegressionMixin, ICLPreTrainedModel):
         y_tokens: torch.Tensor | None = None,
         targets: torch.Tensor | None = None,
         loss_mask: torch.Tensor | None = None,
-        past_key_values=None,
+        cache=None,
         use_cache: bool | None = None,
         **context,
     ) -> ICLRegressionOutput:
@@ -104,7 +105,7 @@ class ICLForRegression(InContextRegressionMixin, ICLPreTrainedModel):
 
         Args:
             inputs (`torch.FloatTensor`): (B, T, input_dim) continuous inputs.
-            xs, ys, ss, y_tokens, targets, loss_mask, past_key_values, use_cache: the in-context path (pass `xs`
+            xs, ys, ss, y_tokens, targets, loss_mask, cache, use_cache: the in-context path (pass `xs`
                 instead of `inputs`); see `InContextRegressionMixin.forward_in_context`. Returns an
                 `InContextRegressionOutput` with `.predictions` (B, N[, d_y]) and `.loss`.
             attention_mask (`torch.Tensor`, *optional*): (B, T), 1 for real positions and 0 for padding.
@@ -122,7 +123,7 @@ class ICLForRegression(InContextRegressionMixin, ICLPreTrainedModel):
             return self.forward_in_context(
                 xs,
                 **in_context,
-                past_key_values=past_key_values,
+                cache=cache,
                 use_cache=use_cache,
                 output_attentions=output_attentions,
                 output_hidden_states=output_hidden_states,

@@ -13,9 +13,9 @@ Chunked form (training): cut T into chunks of C positions. With b_i = Σ_{s ≤ 
 
 The decays are prepared per chunk in `chunk_decays` (float64 prefix sums, every exponent ≤ 0: a (C, C) decay
 mask per head, or exp(b_i) · exp(−b_j) factored into q and k per key dimension, tiled into 16-step sub-chunks on
-chunks that decay too hard), and the matmuls of all chunks run at once in `chunk_states.ChunkStates`, whose hand-written backward
-keeps the training step close to its matmul cost; only the state hand-over loops over chunks in Python, time steps
-are never looped over.
+chunks that decay too hard), and the matmuls of all chunks run at once in `chunk_states.ChunkStates`, whose
+hand-written backward keeps the training step close to its matmul cost; only the state hand-over loops over chunks
+in Python, time steps are never looped over.
 
 `GatedLinearRecurrenceMixer` is the body RetNet's retention and GLA share around the recurrence.
 

@@ -15,7 +15,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ...modeling.decoder import ICLForCausalLM, ICLModel
+from ...modeling.decoder import ICLForCausalLM, ICLModel, renamed_cache_kwarg
 from ...modeling.regression import ICLForRegression
 from ...modeling.slow_features import (
     augment,
@@ -168,12 +168,13 @@ class ICLSlowFastTransformerForCausalLM(ICLForCausalLM):
     config_class = ICLSlowFastTransformerConfig
     base_model_class = ICLSlowFastTransformerModel
 
+    @renamed_cache_kwarg
     def forward(
         self,
         input_ids=None,
         attention_mask=None,
         position_ids=None,
-        past_key_values=None,
+        cache=None,
         inputs_embeds=None,
         labels=None,
         use_cache=None,
@@ -209,7 +210,7 @@ class ICLSlowFastTransformerForCausalLM(ICLForCausalLM):
             input_ids=input_ids,
             attention_mask=attention_mask,
             position_ids=position_ids,
-            past_key_values=past_key_values,
+            cache=cache,
             inputs_embeds=inputs_embeds,
             labels=labels,
             use_cache=use_cache,
