@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import warnings
 
 import pytest
 import torch
@@ -201,6 +202,24 @@ def test_pipeline_text_generation(arch):
     for prompt, out in zip(["abc|ab", "a"], outputs):
         text = out[0]["generated_text"]
         assert text.startswith(prompt) and len(text) <= len(prompt) + 5
+
+
+def test_the_old_cache_keyword_still_continues_the_cache():
+    # transformers 5.24 renamed `past_key_values` to `cache`; the old keyword goes through its deprecate_kwarg.
+    model = tiny_model("gla")
+    input_ids, attention_mask = left_padded_batch()
+    logits = {}
+    with torch.no_grad():
+        for name in ("cache", "past_key_values"):
+            cache = model(input_ids[:, :6], attention_mask=attention_mask[:, :6], use_cache=True).cache
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                out = model(input_ids[:, 6:], attention_mask=attention_mask, use_cache=True, **{name: cache})
+            logits[name] = out.logits
+            assert any("past_key_values" in str(w.message) for w in caught) == (name == "past_key_values")
+        torch.testing.assert_close(logits["past_key_values"], logits["cache"], atol=0, rtol=0)
+        with pytest.raises(ValueError, match="past_key_values"):
+            model(input_ids[:, 6:], cache=cache, past_key_values=cache, use_cache=True)
 
 
 def test_learned_positions_reject_long_inputs():
