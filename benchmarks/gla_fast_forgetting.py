@@ -6,13 +6,13 @@ A GLA trained on RegBench learns gates that forget fast: in the zoo's 3,000-step
 more than e^−30 in some key dimension, so the single factored matmul of `chunk_decays.key_dim_scores` would overflow
 there. Before sub-chunk tiling those chunks formed explicit float64 (C, C, Dk) products, and the training step slowed
 about 5× as the model learned (0.6 → 3–4 s per step at one thread). The shipped path (`chunk_decays.tiled_scores`)
-factors every block between 16-step sub-chunks around the sub-chunk boundary and forms explicit (c, c, Dk) products
-only for sub-chunks that themselves decay beyond the bound.
+factors every block between 16-step sub-chunks around the sub-chunk boundaries, tiles sub-chunks that themselves
+decay beyond the bound again into 4-step ones, and forms explicit (4, 4, Dk) products only below that.
 
 Each case times one training forward + backward of a single GLA mixer layer at the size named, with the bias of its
 gate (b_α, eq. 44) shifted to set how fast it forgets: 0 is the fresh initialisation (every chunk safe), −8 gives
 ≈ 0.5 nats per step (64-step chunks unsafe, 16-step sub-chunks safe, like the trained model), −40 gives ≈ 2.5 nats
-per step (sub-chunks unsafe too). "before" is the same layer and weights with the unsafe chunks formed as whole-chunk
+per step (16-step sub-chunks unsafe too, 4-step ones safe). "before" is the same layer and weights with the unsafe chunks formed as whole-chunk
 explicit products, the previous algorithm, kept here as the reference. Both are checked to agree before timing and
 run interleaved in one process (process CPU time, median of repeats, best of rounds). ratio = before / tiled.
 """

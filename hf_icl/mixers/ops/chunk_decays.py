@@ -31,6 +31,7 @@ from .precision import autocast_off
 
 SAFE_EXPONENT = 30.0  # per-key-dim decays: factor exp(b_i − b_j) into q and k while |b| ≤ this inside a chunk
 SUBCHUNK_SIZE = 16  # sub-chunk length of `tiled_scores`, as flash-linear-attention's chunk_gla
+SUBCHUNK_FACTOR = 4  # sub-chunks that decay too hard are tiled again, 4× finer, down to explicit 4 × 4 blocks
 
 
 def decay_mask(b, causal):
@@ -135,12 +136,19 @@ def key_dim_scores(query, key, decayed_query, intra_key, b, causal):
 def tiled_scores(query, key, b, size: int = SUBCHUNK_SIZE):
     """Intra-chunk scores of chunks that decay too hard to factor at once, tiled into sub-chunks of `size`.
 
-    With r_I the prefix sum just before sub-chunk I (0 before the first), b_i ≤ r_I ≤ b_j for i in I and j in an
-    earlier sub-chunk J, so exp(b_i − b_j) = exp(b_i − r_I) · exp(r_I − b_j) splits into two factors ≤ 1: every
-    block J < I is one matmul, whatever the decay (flash-linear-attention's two-level tiling). A diagonal block
-    J = I factors the same way, its key factor clamped at e^SAFE_EXPONENT, and is exact unless the sub-chunk itself
-    decays beyond the bound; only those blocks are formed as explicit (c, c, Dk) products. A learned GLA forgets
-    fast enough that most 64-step chunks are unsafe but almost no 16-step sub-chunk is.
+    With r_I the prefix sum just before sub-chunk I (0 before the first) and l_i = b_i − r_I the decay inside it,
+    exp(b_i − b_j) for i in I and j in an earlier sub-chunk J splits into three factors ≤ 1 (flash-linear-attention's
+    two-level tiling):
+
+        exp(l_i) · exp(r_I − r_{J+1}) · exp(l_{J,end} − l_j)      (query inside I, between sub-chunks, key to J's end)
+
+    so every row of sub-chunk I is one matmul against the keys of the whole chunk, each sub-chunk's keys scaled by a
+    (Dk,) decay between sub-chunks. A diagonal block J = I uses the same form with the middle factor
+    exp(−l_{I,end}) ≤ e^SAFE_EXPONENT (clamped): exact unless the sub-chunk itself decays beyond the bound; those
+    blocks are tiled again, `SUBCHUNK_FACTOR` times finer, and only blocks of fewer than 2·`SUBCHUNK_FACTOR`
+    positions are formed as explicit (c, c, Dk) products. A learned GLA forgets fast enough that most 64-step
+    chunks are unsafe but almost no 16-step sub-chunk is. Exponents are differences of float64 prefix sums taken
+    before casting, so no factor loses precision to cancellation.
 
     Args:
         query, key: (M, C, Dk) float32 Q and K of M chunks.
@@ -156,17 +164,23 @@ def tiled_scores(query, key, b, size: int = SUBCHUNK_SIZE):
         query, key = (F.pad(x, (0, 0, 0, n * size - length)) for x in (query, key))
         b = torch.cat([b, b[:, -1:].expand(-1, n * size - length, -1)], dim=1)
     q, k, b = (x.reshape(chunks, n, size, dk) for x in (query, key, b))  # (M, S, c, Dk)
-    ref = F.pad(b[:, :-1, -1], (0, 0, 1, 0))  # (M, S, Dk): r_I
-    q_scaled = q * (b - ref[:, :, None]).float().exp()  # (M, S, c, Dk): e^{b_i − r_I} ≤ 1
-    later = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)[:, :, None, None]  # (S_I, S_J, 1, 1): J > I
-    to_ref = (ref[:, :, None, None] - b[:, None]).masked_fill(later, float("-inf"))  # (M, S_I, S_J, c, Dk): r_I − b_j
-    k_scaled = k[:, None] * to_ref.clamp(max=SAFE_EXPONENT).float().exp()  # ≤ 1 for J < I
-    blocks = q_scaled[:, :, None] @ k_scaled.transpose(-1, -2)  # (M, S_I, S_J, c, c)
-    unsafe = (b[:, :, -1] - ref < -SAFE_EXPONENT).any(-1)  # (M, S): sub-chunks that decay beyond the bound
+    ends = b[:, :, -1]  # (M, S, Dk): b at each sub-chunk's end, r_{I+1}
+    ref = F.pad(ends[:, :-1], (0, 0, 1, 0))  # (M, S, Dk): r_I
+    q_scaled = q * (b - ref[:, :, None]).float().exp()  # (M, S, c, Dk): e^{l_i} ≤ 1
+    k_to_end = k * (ends[:, :, None] - b).float().exp()  # (M, S, c, Dk): e^{l_end − l_j} ≤ 1
+    later = torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1)[..., None]  # (S_I, S_J, 1): J > I
+    between = (ref[:, :, None] - ends[:, None]).masked_fill(later, float("-inf"))  # (M, S_I, S_J, Dk): r_I − r_{J+1}
+    between = between.clamp(max=SAFE_EXPONENT).float().exp()  # ≤ 1 for J < I; e^{−l_{I,end}} on the diagonal
+    keys = (k_to_end[:, None] * between[:, :, :, None]).reshape(chunks, n, n * size, dk)  # (M, S_I, C, Dk)
+    rows = q_scaled @ keys.transpose(-1, -2)  # (M, S_I, c, C): every row of sub-chunk I against the whole chunk
+    unsafe = (ends - ref < -SAFE_EXPONENT).any(-1)  # (M, S): sub-chunks that decay beyond the bound
     if bool(unsafe.any()):
         m, s = unsafe.nonzero(as_tuple=True)
-        causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
-        explicit = (decay_mask(b[m, s], causal) * k[m, s][:, None] * q[m, s][:, :, None]).sum(-1)  # (m, c, c)
-        blocks = blocks.index_put((m, s, s), explicit)
-    scores = blocks.transpose(2, 3).reshape(chunks, n * size, n * size)[:, :length, :length]
-    return torch.tril(scores)
+        inside = b[m, s] - ref[m, s][:, None]  # (m, c, Dk): prefix sums from the sub-chunk's start
+        if size >= 2 * SUBCHUNK_FACTOR:  # tile the sub-chunk again
+            diagonal = tiled_scores(q[m, s], k[m, s], inside, size // SUBCHUNK_FACTOR)
+        else:
+            causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
+            diagonal = (decay_mask(inside, causal) * k[m, s][:, None] * q[m, s][:, :, None]).sum(-1)  # (m, c, c)
+        rows.view(chunks, n, size, n, size)[m, s, :, s] = diagonal
+    return torch.tril(rows.reshape(chunks, n * size, n * size)[:, :length, :length])
