@@ -12,9 +12,10 @@ decay beyond the bound again into 4-step ones, and forms explicit (4, 4, Dk) pro
 Each case times one training forward + backward of a single GLA mixer layer at the size named, with the bias of its
 gate (b_α, eq. 44) shifted to set how fast it forgets: 0 is the fresh initialisation (every chunk safe), −8 gives
 ≈ 0.5 nats per step (64-step chunks unsafe, 16-step sub-chunks safe, like the trained model), −40 gives ≈ 2.5 nats
-per step (16-step sub-chunks unsafe too, 4-step ones safe). "before" is the same layer and weights with the unsafe chunks formed as whole-chunk
-explicit products, the previous algorithm, kept here as the reference. Both are checked to agree before timing and
-run interleaved in one process (process CPU time, median of repeats, best of rounds). ratio = before / tiled.
+per step (16-step sub-chunks unsafe too, 4-step ones safe). "before" is the same layer and weights with the unsafe
+chunks formed as whole-chunk explicit products, the previous algorithm, kept here as the reference. Both are checked
+to agree before timing and run interleaved in one process (process CPU time, median of repeats, best of rounds).
+ratio = before / tiled.
 """
 
 from __future__ import annotations
