@@ -211,9 +211,10 @@ class ICLModel(ICLPreTrainedModel):
                 f"cache must be an hf_icl ICLCache, got {type(cache).__name__}; "
                 "let the model create it (use_cache=True)"
             )
-        if use_cache and cache is None:
+        if not use_cache:
+            cache = None
+        elif cache is None:
             cache = ICLCache(self.config.num_hidden_layers)
-        cache = cache if use_cache else None
         past_length = cache.get_seq_length() if cache is not None else 0
 
         hidden_states = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, d)

@@ -39,6 +39,16 @@ def decay_mask(b, causal):
     return (b[..., :, None, :] - b[..., None, :, :]).float().masked_fill(~causal[..., None], float("-inf")).exp()
 
 
+def explicit_scores(query, key, b):
+    """A_ij = Σ_d q_id k_jd exp(b_id − b_jd) for j ≤ i, formed as (M, C, C, Dk) products: (M, C, C).
+
+    Args:
+        query, key: (M, C, Dk); b: (M, C, Dk) float64 prefix sums of the log decays.
+    """
+    causal = torch.ones(query.shape[1], query.shape[1], dtype=torch.bool, device=query.device).tril()
+    return (decay_mask(b, causal) * key[:, None] * query[:, :, None]).sum(-1)
+
+
 def head_decays(log_decay, batch, length, size, causal):
     """Mask and scales of one decay per head.
 
@@ -180,7 +190,6 @@ def tiled_scores(query, key, b, size: int = SUBCHUNK_SIZE):
         if size >= 2 * SUBCHUNK_FACTOR:  # tile the sub-chunk again
             diagonal = tiled_scores(q[m, s], k[m, s], inside, size // SUBCHUNK_FACTOR)
         else:
-            causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()
-            diagonal = (decay_mask(inside, causal) * k[m, s][:, None] * q[m, s][:, :, None]).sum(-1)  # (m, c, c)
+            diagonal = explicit_scores(q[m, s], k[m, s], inside)  # (m, c, c)
         rows.view(chunks, n, size, n, size)[m, s, :, s] = diagonal
     return torch.tril(rows.reshape(chunks, n * size, n * size)[:, :length, :length])
