@@ -52,7 +52,11 @@ def write_folder_atomic(final: str | Path, write: Callable[[Path], None]) -> Non
     tmp = final.with_name(f".tmp-{final.name}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    write(tmp)
+    try:
+        write(tmp)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
     old = final.with_name(f".old-{final.name}")
     if final.exists():
         shutil.rmtree(old, ignore_errors=True)

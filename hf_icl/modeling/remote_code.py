@@ -9,7 +9,10 @@ So the `save_pretrained` of `ICLPreTrainedModel` and of `ICLConfig` go through :
    model, by default its config (`AutoConfig`), itself (its `auto_class_name`) and its backbone (`AutoModel`), so a
    plain `model.save_pretrained(folder)` is always remote-loadable;
 2. :func:`collect_modeling_sources` follows every relative import from their modules, rewrites each to a flat
-   sibling (`from .decoder import ...`) and rejects code that would import hf_icl by name;
+   sibling (`from .decoder import ...`) and rejects code that would import hf_icl by name. It reads the files
+   without importing them, so an optional kernel module (the numba scan, behind a guarded `try: from .x import`) is
+   shipped as a file and never imported here: the export needs none of the optional packages, and the exported code
+   loads where they are missing, as the package itself does;
 3. transformers writes its files into a staging folder next to the destination, with the config's registration
    hidden from its own copy step; the code and `auto_map` join them there, and only then do the files move into
    place, `config.json` last. A failed save leaves the destination as it was.
@@ -39,16 +42,33 @@ def _flat_name(module_name: str) -> str:
     return module_name.rsplit(".", 1)[-1]
 
 
+def _module_file(module_name: str) -> Path:
+    """The source file of `module_name`, found without importing it (importing would run an optional kernel's
+    `import numba` and fail where numba is not installed)."""
+    module = sys.modules.get(module_name)
+    if module is not None and getattr(module, "__file__", None):
+        return Path(module.__file__)
+    spec = importlib.util.find_spec(module_name)
+    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
+        raise ValueError(f"cannot export {module_name}: no Python source file found for it")
+    return Path(spec.origin)
+
+
 def _module_package(module_name: str) -> str:
-    module = sys.modules[module_name]
-    return module.__package__ or module_name.rpartition(".")[0]
+    module = sys.modules.get(module_name)
+    if module is not None:
+        return module.__package__ or module_name.rpartition(".")[0]
+    return module_name if _module_file(module_name).name == "__init__.py" else module_name.rpartition(".")[0]
 
 
 def collect_modeling_sources(root_modules: list[str]) -> dict[str, str]:
     """Flat file name -> rewritten source for `root_modules` and every module they import relatively.
 
+    Modules are read from their files, never imported, so a guarded import of an optional kernel is followed
+    without its package installed.
+
     Args:
-        root_modules: dotted names of already-imported modules (the model and config modules).
+        root_modules: dotted names of modules (the model and config modules).
 
     Returns:
         Mapping from `<flat_name>.py` to its source with relative imports rewritten to `from .<flat_name> import`.
@@ -71,12 +91,10 @@ def collect_modeling_sources(root_modules: list[str]) -> dict[str, str]:
 
         def rewrite(match, package=package):
             target = importlib.util.resolve_name(match.group(2) + match.group(3), package)
-            if target not in sys.modules:
-                importlib.import_module(target)
             pending.append(target)
             return f"{match.group(1)}from .{_flat_name(target)} import "
 
-        source = RELATIVE_IMPORT.sub(rewrite, Path(sys.modules[module_name].__file__).read_text(encoding="utf-8"))
+        source = RELATIVE_IMPORT.sub(rewrite, _module_file(module_name).read_text(encoding="utf-8"))
         top = module_name.partition(".")[0]
         if re.search(rf"^\s*(from|import)\s+{top}\b", source, flags=re.MULTILINE):
             raise ValueError(f"{module_name} imports {top} by name; shipped modeling code uses relative imports only")

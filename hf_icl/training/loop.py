@@ -353,11 +353,37 @@ def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_
     state["wall_time_s"], state["cpu_time_s"] = time.time() - started, time.process_time() - cpu_started
 
 
-def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) -> dict:
-    """Evaluate on the test split, write the checkpoint folder, reports and model card; push if asked."""
-    from ..hub import push_folder, render_model_card
+def finished_metrics(run: Run, total_steps: int, checksums: list[float]) -> dict | None:
+    """The `metrics.json` of this very run, when an earlier attempt evaluated it and then failed to export the model
+    (a full disk, a missing package): same steps and the same weights, so the evaluation is not repeated."""
+    import json
 
+    try:
+        metrics = json.loads((run.output_dir / "metrics.json").read_text())
+    except (OSError, ValueError):
+        return None
+    same = (
+        isinstance(metrics, dict)
+        and isinstance(metrics.get("train"), dict)
+        and metrics["train"].get("steps") == total_steps
+        and metrics.get("weights_checksum_per_process") == checksums
+        and metrics.get("run_config", {}).get("task") == run.args.task
+    )
+    return metrics if same else None
+
+
+def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) -> dict:
+    """Evaluate on the test split and write the reports, then the checkpoint folder and model card; push if asked.
+
+    The reports come first, so a failed export loses no result; a `--resume` of such a run finds the final
+    checkpoint and its `metrics.json` (same steps, same weights) and retries only the export.
+    """
     args, data, family = run.args, run.data, run.family
+    metrics = finished_metrics(run, total_steps, checksums)
+    if metrics is not None:
+        print(f"{run.output_dir / 'metrics.json'} already holds this run's evaluation; exporting the model only")
+        finish_export(run, model, metrics)
+        return metrics
     test = family.evaluate(EvalRequest(args.task, model, data, "test", args.eval_batch_size))
     history = state["history"]
     metrics = {
@@ -380,6 +406,18 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         "weights_checksum_per_process": checksums,
         "run_config": {**args.to_dict(), **data.description},
     }
+    write_reports(run.output_dir, metrics, family)
+    finish_export(run, model, metrics)
+    print(f"\n{args.architecture} ({args.preset}) on {args.task}, {total_steps} steps; reports in {run.output_dir}")
+    print("\n".join(markdown_table(test)))
+    return metrics
+
+
+def finish_export(run: Run, model, metrics: dict) -> None:
+    """Write `model/` (weights, config, tokenizer, card, modeling code) atomically, then push it if asked."""
+    from ..hub import push_folder, render_model_card
+
+    args, data, family = run.args, run.data, run.family
     model.config.hf_icl_run = {
         "task": args.task,
         "n_train": data.description.get("n_train"),
@@ -392,14 +430,10 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         model.save_pretrained(folder)
         if data.tokenizer is not None:
             data.tokenizer.save_pretrained(folder)
-        card = render_model_card(model, test, metrics["run_config"], family, repo_id=args.push_to_hub)
+        card = render_model_card(model, metrics["test"], metrics["run_config"], family, repo_id=args.push_to_hub)
         (folder / "README.md").write_text(card)
 
     write_folder_atomic(run.output_dir / "model", write_checkpoint)
-    write_reports(run.output_dir, metrics, family)
-    print(f"\n{args.architecture} ({args.preset}) on {args.task}, {total_steps} steps; reports in {run.output_dir}")
-    print("\n".join(markdown_table(test)))
     if args.push_to_hub:
         url = push_folder(run.output_dir / "model", args.push_to_hub)
         print(f"pushed {run.output_dir / 'model'} to {url}")
-    return metrics
