@@ -385,6 +385,14 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         finish_export(run, model, metrics)
         return metrics
     test = family.evaluate(EvalRequest(args.task, model, data, "test", args.eval_batch_size))
+    # The validation split is scored too, so that reports select settings on it and quote the test number of the
+    # selected one (never choosing on the test split).
+    has_validation = data.splits is not None and "validation" in data.splits
+    validation = (
+        family.evaluate(EvalRequest(args.task, model, data, "validation", args.eval_batch_size))
+        if has_validation
+        else None
+    )
     history = state["history"]
     metrics = {
         "task": args.task,
@@ -393,6 +401,7 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         "preset": args.preset,
         "num_parameters": model.num_parameters(),
         "test": test,
+        **({"validation": validation} if validation is not None else {}),
         "train": {
             "steps": total_steps,
             "epochs": total_steps / steps_per_epoch if steps_per_epoch else None,
