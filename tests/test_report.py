@@ -6,8 +6,8 @@ import json
 import pytest
 
 import hf_icl
+from hf_icl.report import Entry, find_runs, judge, judge_contrast, load_paper_numbers, measure
 from hf_icl.report import main as report_main
-from hf_icl.reporting import Entry, find_runs, judge, judge_contrast, load_paper_numbers, measure
 
 NUMBERS = load_paper_numbers()
 
@@ -140,7 +140,7 @@ def test_report_fails_cleanly_without_runs(tmp_path, capsys):
 
 def test_bar_figure_draws_ordering_only_paper_entries_and_missing_measurements(tmp_path):
     """P2's table mixes published values with ordering-only entries (no value): they are drawn as gaps, not errors."""
-    from hf_icl.reporting.build import bar_figure
+    from hf_icl.report.build import bar_figure
 
     rows = [("RegularGPT", 100.0, {"runs": 49.5}), ("Transformer", None, {"runs": None}), ("RNN", 100.0, {})]
     bar_figure(tmp_path / "bars.png", rows, log=False, title="parity")

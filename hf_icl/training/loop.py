@@ -36,7 +36,7 @@ from .checkpoints import (
 )
 from .data import batch_stream
 from .launch import single_process_launch_warning
-from .report import write_reports
+from .run_files import write_reports
 
 KILL_AT_STEP_ENV = "HF_ICL_TEST_KILL_AT_STEP"  # test hook: hard-exit after this step, as a SIGKILL would
 

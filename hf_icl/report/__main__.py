@@ -2,7 +2,7 @@
 
 Gathers the metrics of every training run at or below RUN_DIRS (`<experiment>/<run>/metrics.json` as train.py writes
 it, or `<experiment>/<run>_metrics.json`), puts each measured number beside the papers'
-(`hf_icl/reporting/paper_numbers.yaml`) with a verdict (reproduced, direction only, not reproduced) and writes
+(`hf_icl/report/paper_numbers.yaml`) with a verdict (reproduced, direction only, not reproduced) and writes
 `DIR/REPORT.md`, `DIR/REPORT.html` (self-contained) and `DIR/report_figures/*.png`.
 
 `--collect RUNS_DIR` first copies each run's metrics and `summary.md` (not its checkpoints) to
@@ -18,8 +18,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from .reporting import build_report, find_runs
-from .validation import CommandLineParser
+from ..validation import CommandLineParser
+from .build import build_report
+from .runs import find_runs
 
 
 def collect(run_paths: list[str], destination: Path) -> int:

@@ -121,7 +121,7 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
     doc = Document()
     doc.heading(1, "Reproduction report")
     doc.paragraph(f"Regenerate with `{command}` (CPU runs; the papers' numbers ship in "
-                  "`hf_icl/reporting/paper_numbers.yaml`). Verdicts: ✅ reproduced (within the tolerance), "
+                  "`hf_icl/report/paper_numbers.yaml`). Verdicts: ✅ reproduced (within the tolerance), "
                   "↗ direction only (off in value, on the paper's side of the reference level, or the paper's "
                   "ordering of a contrast), ❌ not reproduced; the rules are at the end.")  # fmt: skip
     experiments = sorted({r.experiment for r in records})
