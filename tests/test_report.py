@@ -1,15 +1,29 @@
-"""The reproduction report: the papers' numbers as data, the verdict rules on hand-made cases, and the report built
-from run folders (matching, experiments, contrasts, Markdown + self-contained HTML + figures, --collect)."""
+"""The reproduction report: the papers' numbers and findings as data, the verdict rules on hand-made numbers, and the
+findings rated from fabricated run folders (controls, scale, selection on validation, seeds, counted once), the CLI
+(--collect, --readme, clean failures) and the committed report, which must equal its regeneration."""
 
 import json
+import re
+from pathlib import Path
 
 import pytest
 
 import hf_icl
-from hf_icl.report import Entry, find_runs, judge, judge_contrast, load_paper_numbers, measure
+from hf_icl.report import (
+    Entry,
+    assess,
+    build_report,
+    find_runs,
+    judge_gap,
+    judge_value,
+    load_paper_numbers,
+)
 from hf_icl.report import main as report_main
+from hf_icl.report.build import HEADLINE_END, HEADLINE_START, headline_table
 
+ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = load_paper_numbers()
+FINDINGS = {f.id: f for f in NUMBERS.findings}
 
 
 def entry(**fields):
@@ -18,20 +32,45 @@ def entry(**fields):
     return Entry(**{**base, **fields})
 
 
-def test_paper_numbers_hold_the_published_values():
+def test_paper_numbers_hold_the_published_values_and_findings():
     e = NUMBERS.entries
     assert e["p1_table1/gla-ngh123/tvd"].value == 0.207 and e["p1_table1/gla-ngh123/accuracy"].value == 0.946
     assert e["p1_baselines/3-gram (paper)/tvd"].metric == "baselines.3-gram (paper).tvd"
+    assert "regenerates its own test automata" in e["p1_baselines/3-gram (paper)/tvd"].where
     assert e["p2_table1/parity_check/transformer_avg"].value == pytest.approx(0.501)  # printed as 50.1 (%)
     assert e["p2_table1/parity_check/regular_gpt_c2_max"].statistic == "max"
-    assert e["p3_section4/slowfast/best"].value == pytest.approx(0.804)
     assert e["p5_table3a/mamba/d64"].value == 0.723 and e["p5_table3a/mamba/d64"].scale == "log"
-    assert e["p5_table3b/mambaformer/d128"].value == 3.37e-6
     assert e["p5_table1/sparse_parity/transformer"].value == "✗"
     assert sum(x.source == "p2_table1" for x in e.values()) == 12 * 8
-    tasks = set(hf_icl.list_tasks())
-    assert {x.task for x in e.values()} - tasks == {"slimpajama"}  # P1 Table 2 has no task here (listed only)
-    assert len(NUMBERS.contrasts) == 30
+    assert {x.task for x in e.values()} <= set(hf_icl.list_tasks())
+    # Each published number appears once: the Transformer and RetNet of Fig. 2 are Table 1's rows.
+    assert not any(k.startswith(("p1_fig2/transformer", "p1_fig2/retnet")) for k in e)
+    assert len(FINDINGS) == len(NUMBERS.findings)  # ids are unique
+    assert {f.paper for f in NUMBERS.findings} == {"P1", "P2", "P3", "P4", "P5"}
+    assert NUMBERS.papers["P1"].arxiv == "2401.12973" and NUMBERS.papers["P5"].arxiv == "2402.04248"
+    zipped = [("p1_table1/retnet-ngh123/accuracy", "p1_table1/retnet/accuracy"),
+              ("p1_table1/gla-ngh123/accuracy", "p1_table1/gla/accuracy")]  # fmt: skip
+    assert list(FINDINGS["p1-ngh-improves"].pairs) == zipped
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"kind": "guess"}, "kind='guess' is not one of: value, outcome, contrast"),
+        ({"paper": "P9"}, "paper='P9' is not one of: P1, P2, P3, P4, P5"),
+        ({"entries": ["p1_table1/nope/tvd"]}, "entry 'p1_table1/nope/tvd' is not in"),
+        ({"kind": "outcome"}, "an outcome needs expect: succeeds | fails and a criterion"),
+    ],
+)
+def test_a_bad_finding_is_refused_naming_the_field(tmp_path, change, message):
+    import yaml
+
+    data = yaml.safe_load((ROOT / "hf_icl" / "report" / "paper_numbers.yaml").read_text(encoding="utf-8"))
+    data["findings"][0].update(change)
+    path = tmp_path / "numbers.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_paper_numbers(path)
 
 
 @pytest.mark.parametrize(
@@ -45,16 +84,10 @@ def test_paper_numbers_hold_the_published_values():
         ({"value": 0.723, "scale": "log", "tolerance": 1.0, "reference": 0.1}, 0.2, "reproduced"),  # 0.56 decades
         ({"value": 0.723, "scale": "log", "tolerance": 1.0, "reference": 0.1}, 0.01, "not reproduced"),
         ({"value": 1.54e-3, "scale": "log", "tolerance": 1.0, "reference": 0.1}, 0.05, "direction only"),
-        ({"value": "✗", "metric": "model.accuracy_final", "success": {"at_least": 0.9}}, 0.55, "reproduced"),
-        ({"value": "✗", "metric": "model.accuracy_final", "success": {"at_least": 0.9}}, 0.95, "not reproduced"),
-        ({"value": "✓", "success": {"at_most": 0.1}}, 0.05, "reproduced"),
-        ({"value": "▲", "success": {"at_most": 0.1}}, 0.05, "not judged"),
-        ({"value": "✓"}, 0.05, "not judged"),
-        ({"value": None}, 0.05, "not judged"),
     ],
 )
-def test_verdicts(fields, measured, verdict):
-    assert judge(entry(**fields), measured) == verdict
+def test_number_verdicts(fields, measured, verdict):
+    assert judge_value(entry(**fields), measured) == verdict
 
 
 @pytest.mark.parametrize(
@@ -68,68 +101,175 @@ def test_verdicts(fields, measured, verdict):
 )
 def test_contrast_verdicts(ours_better, ours_worse, verdict):
     better, worse = entry(value=0.217), entry(value=0.392)
-    assert judge_contrast(better, worse, ours_better, ours_worse) == verdict
-    assert judge_contrast(entry(value=None), worse, 0.23, 0.40) == "reproduced"  # an ordering without numbers
+    assert judge_gap(better, worse, ours_better, ours_worse) == verdict
+    assert judge_gap(entry(value=None), worse, 0.23, 0.40) == "reproduced"  # an ordering without numbers
 
 
-def write_run(folder, architecture, tvd, accuracy, seed=0, ngram_heads=None, lr=2e-3):
-    overrides = {"ngram_heads": ngram_heads} if ngram_heads else {}
+def write_run(folder, task, architecture, model, *, seed=0, steps=3000, epochs=None, overrides=None, lr=3e-3,
+              validation=None, facts=None, options=None, **extra):  # fmt: skip
+    """A run folder as train.py writes it, with only what the report reads."""
     metrics = {
-        "task": "regbench", "task_family": "regbench", "architecture": architecture, "preset": "small",
-        "num_parameters": 1000,
-        "test": {"num_rows": 500, "model": {"accuracy": accuracy, "tvd": tvd},
-                 "baselines": {"3-gram (paper)": {"accuracy": 0.9342, "tvd": 0.2597}}},
-        "train": {"steps": 240, "wall_time_s": 600.0, "history": []},
-        "run_config": {"architecture": architecture, "n_train": 2500, "seed": seed, "lr": lr, "overrides": overrides,
-                       "output_dir": str(folder)},
+        "task": task, "architecture": architecture, "preset": "tiny", "num_parameters": 1000,
+        "test": {"model": model, **({"task_facts": facts} if facts else {}), **extra.pop("test", {})},
+        "train": {"steps": steps, "epochs": epochs, "wall_time_s": 60.0, "history": []},
+        "run_config": {"architecture": architecture, "task": task, "seed": seed, "lr": lr, "max_steps": steps,
+                       "overrides": overrides or {}, "task_options": options or {}, "output_dir": str(folder),
+                       **extra.pop("run_config", {})},
+        **extra,
     }  # fmt: skip
+    if validation is not None:
+        metrics["validation"] = {"model": validation}
     folder.mkdir(parents=True)
     (folder / "metrics.json").write_text(json.dumps(metrics))
     (folder / "summary.md").write_text("# run\n")
 
 
-NGH = [{"layer": 1, "orders": [1, 2, 3], "replace": False}]
+def copy_run(folder, architecture, in_range, beyond, **kwargs):
+    model = {"string_accuracy_in_train_range": in_range, "string_accuracy_beyond_train": beyond}
+    write_run(folder, "copy", architecture, model, options={"train_max_length": 20}, **kwargs)
 
 
-@pytest.fixture
-def runs(tmp_path):
-    root = tmp_path / "outputs"
-    write_run(root / "zoo" / "retnet-s0", "retnet", 0.40, 0.78, seed=0)
-    write_run(root / "zoo" / "retnet-s1", "retnet", 0.42, 0.76, seed=1)
-    write_run(root / "zoo" / "retnet-lr1e-3", "retnet", 0.60, 0.55, lr=1e-3)  # a worse setting: not reported
-    write_run(root / "zoo" / "retnet-ngh", "retnet", 0.30, 0.93, ngram_heads=NGH)
-    write_run(root / "other" / "gla", "gla", 0.55, 0.60)
-    return root
+def rate(finding_id, root):
+    return assess(FINDINGS[finding_id], NUMBERS, find_runs([root]))
 
 
-def test_runs_are_matched_grouped_and_aggregated(runs):
-    records = find_runs([runs])
-    assert sorted({r.experiment for r in records}) == ["other", "zoo"]
-    retnet = measure(NUMBERS.entries["p1_table1/retnet/tvd"], records)
-    assert len(retnet) == 1 and retnet[0].experiment == "zoo" and retnet[0].settings == 2
-    assert retnet[0].value == pytest.approx(0.41) and len(retnet[0].runs) == 2  # mean of 2 seeds, best setting
-    assert [m.value for m in measure(NUMBERS.entries["p1_table1/retnet-ngh123/tvd"], records)] == [0.30]
-    assert len(measure(NUMBERS.entries["p1_baselines/3-gram (paper)/tvd"], records)) == 2  # one per experiment
-    assert measure(NUMBERS.entries["p1_table1/gla-ngh123/tvd"], records) == []
+def test_a_failure_backed_by_a_model_that_did_not_learn_in_range_is_inconclusive(tmp_path):
+    """P4: "Mamba copies nothing beyond the training length" needs a Mamba that copies in range."""
+    copy_run(tmp_path / "copy" / "mamba", "mamba", in_range=0.0, beyond=0.0)
+    result = rate("p4-gssm-fail-beyond", tmp_path)
+    assert result.verdict == "inconclusive" and result.reason.startswith("did not train")
+    assert any("did not train" in why for _, _, why in result.others)
+    copy_run(tmp_path / "copy2" / "mamba", "mamba", in_range=0.97, beyond=0.0)  # learned in range: now evidence
+    result = rate("p4-gssm-fail-beyond", tmp_path)
+    assert result.verdict == "reproduced", result.reason
 
 
-def test_report_writes_markdown_html_and_figures(runs, tmp_path):
+def test_a_failure_needs_the_contrasting_model_to_succeed_in_the_same_experiment(tmp_path):
+    """P5: "the Transformer fails sparse parity" counts only where Mamba or MambaFormer learned it in that run."""
+    parity = {"accuracy_final": 0.52}
+    write_run(tmp_path / "a" / "transformer", "sparse_parity", "transformer", parity)
+    write_run(tmp_path / "a" / "mamba", "sparse_parity", "mamba", {"accuracy_final": 0.53})
+    write_run(tmp_path / "b" / "mamba", "sparse_parity", "mamba", {"accuracy_final": 0.99})  # another experiment
+    assert rate("p5-sparse-parity-transformer-fails", tmp_path).verdict == "inconclusive"
+    write_run(tmp_path / "a" / "mambaformer", "sparse_parity", "mambaformer", {"accuracy_final": 0.98})
+    assert rate("p5-sparse-parity-transformer-fails", tmp_path).verdict == "reproduced"
+
+
+def test_a_scaled_run_is_rated_scaled_with_its_scale(tmp_path):
+    """Vector MQAR with 8 of the paper's 32 pairs is never rated as the paper's setting."""
+    facts = {"n_pairs": 8, "n_queries": 16}
+    write_run(tmp_path / "mqar" / "transformer", "vector_mqar", "transformer", {"error_mean": 0.02}, facts=facts)
+    write_run(tmp_path / "mqar" / "mambaformer", "vector_mqar", "mambaformer", {"error_mean": 0.01}, facts=facts)
+    result = rate("p5-vector-mqar-solved", tmp_path)
+    assert result.verdict == "reproduced" and result.scaled
     out = tmp_path / "report"
-    counts = report_main([str(runs), "--output", str(out), "--collect", str(tmp_path / "committed")])
-    assert counts["runs"] == 5
-    assert (tmp_path / "committed" / "zoo" / "retnet-ngh" / "metrics.json").is_file()
-    assert (tmp_path / "committed" / "zoo" / "retnet-ngh" / "summary.md").is_file()
+    build_report([tmp_path / "mqar"], out, "cmd")
+    row = next(line for line in (out / "REPORT.md").read_text().splitlines() if "#p5-vector-mqar-solved" in line)
+    assert "✅ reproduced, scaled (3,000 of 300,000 steps; 8 of 32 key–value pairs)" in row
+    # At the paper's setting (32 pairs, 300,000 steps) the same numbers are not scaled.
+    write_run(tmp_path / "full" / "transformer", "vector_mqar", "transformer", {"error_mean": 0.02}, steps=300000,
+              facts={"n_pairs": 32, "n_queries": 16})  # fmt: skip
+    write_run(tmp_path / "full" / "mambaformer", "vector_mqar", "mambaformer", {"error_mean": 0.01}, steps=300000,
+              facts={"n_pairs": 32, "n_queries": 16})  # fmt: skip
+    result = rate("p5-vector-mqar-solved", tmp_path)
+    assert result.verdict == "reproduced" and not result.scaled  # the paper's setting is preferred
+
+
+def regbench(folder, architecture, accuracy, tvd, **kwargs):
+    model = {"accuracy": accuracy, "tvd": tvd}
+    baselines = {"3-gram (paper)": {"accuracy": 0.9342, "tvd": 0.2597}, "2-gram (paper)": {"accuracy": 0.8198,
+                 "tvd": 0.3310}, "1-gram (paper)": {"accuracy": 0.4626, "tvd": 0.6323}}  # fmt: skip
+    run_config = {"n_train": 2500, **kwargs.pop("run_config", {})}
+    write_run(folder, "regbench", architecture, model, run_config=run_config,
+              test={"num_rows": 500, "baselines": baselines}, **kwargs)  # fmt: skip
+
+
+def test_settings_are_selected_on_validation_and_report_their_test_number(tmp_path):
+    # lr 1e-3 is better on validation, worse on test: it is the one selected, and its test number reported.
+    regbench(tmp_path / "zoo" / "lr1e-3", "retnet", 0.78, 0.41, lr=1e-3, validation={"accuracy": 0.80, "tvd": 0.40})
+    regbench(tmp_path / "zoo" / "lr3e-3", "retnet", 0.81, 0.39, lr=3e-3, validation={"accuracy": 0.70, "tvd": 0.50})
+    result = rate("p1-retnet", tmp_path)
+    assert [line.ours for line in result.lines] == ["0.780", "0.410"]
+    assert "lr1e-3" in result.lines[0].where and "best validation accuracy of 2 settings" in result.lines[0].where
+
+
+def test_without_validation_numbers_settings_are_never_picked_on_test(tmp_path):
+    regbench(tmp_path / "zoo" / "lr1e-3", "retnet", 0.78, 0.41, lr=1e-3)
+    regbench(tmp_path / "zoo" / "lr3e-3", "retnet", 0.60, 0.55, lr=3e-3)
+    result = rate("p1-retnet", tmp_path)  # one setting reproduces, the other does not: no choice on test
+    assert result.verdict == "inconclusive" and "disagree" in result.reason and "not selected" in result.reason
+    assert {why for _, _, why in result.others} == {"reproduced; not selected", "not reproduced; not selected"}
+    # Settings that agree give their common verdict without naming one.
+    regbench(tmp_path / "zoo2" / "lr1e-4", "lstm", 0.60, 0.55, lr=1e-4)
+    regbench(tmp_path / "zoo2" / "lr1e-2", "lstm", 0.58, 0.57, lr=1e-2)
+    result = rate("p1-lstm", tmp_path)
+    assert result.verdict == "reproduced" and "2 settings without validation numbers agree" in result.lines[0].where
+
+
+def test_a_longer_run_of_the_same_model_supersedes_a_shorter_one(tmp_path):
+    regbench(tmp_path / "short" / "mamba", "mamba", 0.60, 0.55, steps=1000)
+    regbench(tmp_path / "long" / "mamba", "mamba", 0.84, 0.37, steps=3000)
+    result = rate("p1-mamba", tmp_path)
+    assert result.verdict == "reproduced" and result.lines[0].ours == "0.840"
+    assert [why for _, _, why in result.others] == ["a longer run of the same model counts instead"]
+
+
+def test_seeds_give_mean_and_sd_with_the_tolerance_beside_them(tmp_path):
+    for seed, accuracy in enumerate([0.83, 0.85, 0.87]):
+        regbench(tmp_path / "zoo" / f"mamba-s{seed}", "mamba", accuracy, 0.37, seed=seed)
+    line = rate("p1-mamba", tmp_path).lines[0]
+    assert line.ours == "0.850 ± 0.020 (3 seeds)" and line.tolerance == "±0.03" and line.verdict == "reproduced"
+
+
+def test_a_contrast_is_judged_within_one_experiment_and_a_failure_side_needs_the_control(tmp_path):
+    # 1,000 steps: the Transformer has not passed the 2-gram baseline, so this experiment cannot show who fails.
+    regbench(tmp_path / "short" / "transformer", "transformer", 0.55, 0.62, steps=1000)
+    regbench(tmp_path / "short" / "mamba", "mamba", 0.79, 0.42, steps=1000)
+    result = rate("p1-transformer-beats-recurrent", tmp_path)
+    assert result.verdict == "inconclusive" and result.reason.startswith("did not train")
+    regbench(tmp_path / "long" / "transformer", "transformer", 0.92, 0.24)
+    regbench(tmp_path / "long" / "mamba", "mamba", 0.84, 0.34)
+    result = rate("p1-transformer-beats-recurrent", tmp_path)
+    assert result.verdict == "direction only" and "`long`" in result.reason  # gap 0.10 against the paper's 0.162
+    assert [line.label for line in result.lines] == ["Transformer vs Mamba (tvd)"]
+
+
+def test_the_summary_counts_each_finding_once(tmp_path):
+    """Three experiments measure the same baselines and the same model: each finding still counts once."""
+    for experiment in ("a", "b", "c"):
+        regbench(tmp_path / experiment / "gla-ngh", "gla", 0.946, 0.207,
+                 overrides={"ngram_heads": [{"layer": 1, "orders": [1, 2, 3], "replace": False}]})  # fmt: skip
+    counts = build_report([tmp_path], tmp_path / "report", "cmd")
+    p1 = [f for f in NUMBERS.findings if f.paper == "P1"]
+    assert sum(counts["P1"].values()) == len(p1)
+    assert counts["P1"]["reproduced"] == 2  # the baselines (once, not three times) and GLA + NGH
+    summary = (tmp_path / "report" / "REPORT.md").read_text()
+    row = next(line for line in summary.splitlines() if line.startswith("| [P1](P1.md) |"))
+    assert row.split(" | ")[1:4] == [str(len(p1)), "2", "0"]
+
+
+def test_report_cli_collects_writes_pages_and_the_readme_table(tmp_path):
+    regbench(tmp_path / "outputs" / "zoo" / "mamba", "mamba", 0.84, 0.37)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{HEADLINE_START}\nSTALE-TABLE\n{HEADLINE_END}\n\nafter\n")
+    out = tmp_path / "report"
+    counts = report_main([str(tmp_path / "outputs"), "--output", str(out), "--collect", str(tmp_path / "committed"),
+                          "--readme", str(readme)])  # fmt: skip
+    assert counts["runs"] == 1 and (tmp_path / "committed" / "zoo" / "mamba" / "summary.md").is_file()
+    for page in ("REPORT", "P1", "P2", "P3", "P4", "P5", "runs"):
+        assert (out / f"{page}.md").is_file() and (out / f"{page}.html").is_file()
     markdown = (out / "REPORT.md").read_text()
     assert f"`python -m hf_icl.report {tmp_path / 'committed'} --output {out}`" in markdown
-    assert "| RetNet | tvd | 0.392 | 0.410 | `zoo` |" in markdown and "✅ reproduced |" in markdown
-    assert "| 3-gram | tvd | 0.255 | 0.260 | `other` |" in markdown  # the baselines of every RegBench run
-    # NGH improves RetNet's TVD by 0.110 here against the paper's 0.175: the direction, not the size.
-    assert "| NGH₁^(1,2,3) improves RetNet (TVD) | RetNet + NGH₁^(1,2,3) vs RetNet (tvd) | 0.217 vs 0.392 | " \
-           "0.300 vs 0.410 | `zoo` | ↗ direction only |" in markdown  # fmt: skip
-    assert "![Table 1, RegBench at N = 2500" in markdown and (out / "report_figures" / "p1_table1.png").is_file()
-    page = (out / "REPORT.html").read_text()
-    assert page.count("data:image/png;base64,") == markdown.count("![") and "<table>" in page
-    assert counts["P1"]["reproduced"] >= 3 and counts["P1"]["contrast direction only"] == 1
+    p1 = (out / "P1.md").read_text()
+    assert "| Mamba · accuracy | 0.845 | 0.840 | ±0.03 | reproduced |" in p1
+    assert "![Fig. 2b–c: paper and ours](report_figures/p1_fig2.png)" in p1
+    assert (out / "report_figures" / "p1_fig2.png").is_file()
+    html = (out / "P1.html").read_text()
+    assert "<img alt='Fig. 2b–c: paper and ours' src='report_figures/p1_fig2.png'>" in html
+    assert "href='P2.html'" in html and ".md" not in re.sub(r"<code>.*?</code>", "", html)
+    text = readme.read_text()
+    assert "STALE-TABLE" not in text and text.endswith(f"{HEADLINE_END}\n\nafter\n")
+    assert "[details](report/P1.md#p1-mamba)" in text
 
 
 def test_report_fails_cleanly_without_runs(tmp_path, capsys):
@@ -138,10 +278,18 @@ def test_report_fails_cleanly_without_runs(tmp_path, capsys):
     assert exit_info.value.code == 2 and "no metrics.json here or below" in capsys.readouterr().err
 
 
-def test_bar_figure_draws_ordering_only_paper_entries_and_missing_measurements(tmp_path):
-    """P2's table mixes published values with ordering-only entries (no value): they are drawn as gaps, not errors."""
-    from hf_icl.report.build import bar_figure
-
-    rows = [("RegularGPT", 100.0, {"runs": 49.5}), ("Transformer", None, {"runs": None}), ("RNN", 100.0, {})]
-    bar_figure(tmp_path / "bars.png", rows, log=False, title="parity")
-    assert (tmp_path / "bars.png").stat().st_size > 0
+def test_the_committed_report_and_the_readme_table_equal_their_regeneration(tmp_path):
+    """`python -m hf_icl.report docs/results --output docs/results --readme README.md` was run after the last change
+    to the runs, the papers' numbers or the rules: every generated page, and the README's findings table, match."""
+    results = ROOT / "docs" / "results"
+    command = "python -m hf_icl.report docs/results --output docs/results"
+    build_report([results], tmp_path, command)
+    for page in ("REPORT", "P1", "P2", "P3", "P4", "P5", "runs"):
+        for suffix in (".md", ".html"):
+            fresh, committed = (tmp_path / f"{page}{suffix}").read_text(), (results / f"{page}{suffix}").read_text()
+            assert fresh == committed, f"docs/results/{page}{suffix} is stale: rerun `{command} --readme README.md`"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = readme.split(HEADLINE_START, 1)[1].split(HEADLINE_END, 1)[0]
+    records = find_runs([results])
+    table = headline_table(NUMBERS, [assess(f, NUMBERS, records) for f in NUMBERS.findings], "docs/results/")
+    assert block == "\n" + table, "README.md's findings table is stale: rerun the report with --readme README.md"

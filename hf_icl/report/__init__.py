@@ -1,13 +1,25 @@
-"""The reproduction report (`python -m hf_icl.report`): run folders' `metrics.json` beside the papers' numbers."""
+"""The reproduction report (`python -m hf_icl.report`): run folders' `metrics.json` beside the papers' numbers, one
+verdict per finding."""
 
-from .build import build_report
-from .papers import PAPER_NUMBERS, Contrast, Entry, PaperNumbers, judge, judge_contrast, load_paper_numbers
-from .runs import RunRecord, find_runs, matches, measure
+from .build import build_report, headline_table
+from .findings import Assessment, assess, select
+from .papers import (
+    PAPER_NUMBERS,
+    VERDICTS,
+    Entry,
+    Finding,
+    Paper,
+    PaperNumbers,
+    judge_gap,
+    judge_value,
+    load_paper_numbers,
+)
+from .runs import RunRecord, Setting, find_runs, matches, settings_of
 
 
 def __getattr__(name: str):
-    """`main` and `build_parser` live in `__main__.py` (so `python -m hf_icl.report` runs it); they are imported only
-    when asked for, so running the module does not import it twice."""
+    """`main`, `build_parser` and `collect` live in `__main__.py` (so `python -m hf_icl.report` runs it); they are
+    imported only when asked for, so running the module does not import it twice."""
     if name in ("main", "build_parser", "collect"):
         from . import __main__ as cli
 
@@ -17,15 +29,22 @@ def __getattr__(name: str):
 
 __all__ = [
     "PAPER_NUMBERS",
-    "Contrast",
+    "VERDICTS",
+    "Assessment",
     "Entry",
+    "Finding",
+    "Paper",
     "PaperNumbers",
     "RunRecord",
+    "Setting",
+    "assess",
     "build_report",
     "find_runs",
-    "judge",
-    "judge_contrast",
+    "headline_table",
+    "judge_gap",
+    "judge_value",
     "load_paper_numbers",
     "matches",
-    "measure",
+    "select",
+    "settings_of",
 ]

@@ -1,16 +1,18 @@
-"""`python -m hf_icl.report RUN_DIRS... --output DIR [--collect RUNS_DIR]`: the reproduction report.
+"""`python -m hf_icl.report RUN_DIRS... --output DIR [--collect RUNS_DIR] [--readme FILE]`: the reproduction report.
 
 Gathers the metrics of every training run at or below RUN_DIRS (`<experiment>/<run>/metrics.json` as train.py writes
-it, or `<experiment>/<run>_metrics.json`), puts each measured number beside the papers'
-(`hf_icl/report/paper_numbers.yaml`) with a verdict (reproduced, direction only, not reproduced) and writes
-`DIR/REPORT.md`, `DIR/REPORT.html` (self-contained) and `DIR/report_figures/*.png`.
+it, or `<experiment>/<run>_metrics.json`), rates each finding of the papers (`hf_icl/report/paper_numbers.yaml`) once
+(reproduced, direction only, not reproduced, inconclusive, not run; scaled where the runs are smaller than the
+paper's setting) and writes `DIR/REPORT.md`, one page per paper (`DIR/P1.md` ...), `DIR/runs.md`, the same pages as
+HTML, and `DIR/report_figures/*.png`.
 
 `--collect RUNS_DIR` first copies each run's metrics and `summary.md` (not its checkpoints) to
 `RUNS_DIR/<experiment>/<run>/`, then reports on everything in RUNS_DIR: that is how runs made under the ignored
-`outputs/` folder join the committed report:
+`outputs/` folder join the committed report. `--readme FILE` rewrites the findings table between the headline
+markers of FILE:
 
     python -m hf_icl.report outputs/sweeps/regbench-ngram-heads --collect docs/results --output docs/results
-    python -m hf_icl.report docs/results --output docs/results      # regenerate from the committed runs
+    python -m hf_icl.report docs/results --output docs/results --readme README.md   # regenerate from the committed runs
 """
 
 from __future__ import annotations
@@ -39,8 +41,9 @@ def collect(run_paths: list[str], destination: Path) -> int:
 def build_parser() -> CommandLineParser:
     parser = CommandLineParser(prog="python -m hf_icl.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="run folders, or folders holding run folders at any depth")
-    parser.add_argument("--output", required=True, type=Path, help="folder for REPORT.md, REPORT.html and figures")
+    parser.add_argument("--output", required=True, type=Path, help="folder for the report's pages and figures")
     parser.add_argument("--collect", type=Path, metavar="RUNS_DIR", help="copy the runs' metrics here first")
+    parser.add_argument("--readme", type=Path, metavar="FILE", help="rewrite FILE's headline findings table")
     return parser
 
 
@@ -50,6 +53,8 @@ def main(argv: list[str] | None = None) -> dict:
     for flag, folder in (("--output", args.output), ("--collect", args.collect)):
         if folder is not None and folder.exists() and not folder.is_dir():
             parser.fail(f"argument {flag}: {str(folder)!r} is a file, not a folder")
+    if args.readme is not None and not args.readme.is_file():
+        parser.fail(f"argument --readme: {str(args.readme)!r} is not a file")
     missing = [path for path in args.runs if not Path(path).exists()]
     if missing:
         parser.fail(f"argument runs: {missing[0]}: no metrics.json here or below (it does not exist)")
@@ -59,10 +64,10 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"collected {collect(sources, args.collect)} runs into {args.collect}")
             sources = [str(args.collect)]
         command = f"python -m hf_icl.report {' '.join(sources)} --output {args.output}"
-        counts = build_report(sources, args.output, command)
+        counts = build_report(sources, args.output, command, readme=args.readme)
     except (FileNotFoundError, ValueError) as err:
         parser.fail(err)
-    print(f"wrote {args.output / 'REPORT.md'} and REPORT.html from {counts['runs']} runs")
+    print(f"wrote {args.output / 'REPORT.md'}, the paper pages and their HTML from {counts['runs']} runs")
     return counts
 
 

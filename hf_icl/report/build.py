@@ -1,7 +1,9 @@
-"""The reproduction report: every measured number beside the paper's, with a verdict, then the runs themselves."""
+"""The reproduction report: a summary (`REPORT`), one page per paper (`P1` … `P5`: the paper's numbers beside ours,
+figures inline, each finding's verdict and its reason) and the runs (`runs`), each as Markdown and HTML."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -11,197 +13,266 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from ..atomic_files import atomic_path, write_text_atomic  # noqa: E402
+from . import findings as rules  # noqa: E402
 from .document import Document  # noqa: E402
+from .findings import Assessment, Line, assess, fmt, ours_text, paper_text, select, tolerance_text  # noqa: E402
 from .papers import (  # noqa: E402
-    OUTCOMES,
+    MARKS,
+    NOT_RUN,
     VERDICTS,
+    Finding,
     PaperNumbers,
-    judge,
-    judge_contrast,
+    judge_value,
     load_paper_numbers,
-    outcome_of,
 )
-from .papers import __doc__ as RULES  # noqa: E402
-from .runs import RunRecord, find_runs, measure  # noqa: E402
+from .papers import __doc__ as ENTITIES  # noqa: E402
+from .runs import RunRecord, find_runs, scale_text, settings_of  # noqa: E402
 from .runs import __doc__ as GROUPING  # noqa: E402
 
 FIGURES = "report_figures"
-MARKS = {"reproduced": "✅ reproduced", "direction only": "↗ direction only", "not reproduced": "❌ not reproduced"}
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".tmp-{path.name}")
-    tmp.write_text(text)
-    tmp.replace(path)
+HEADLINE_START, HEADLINE_END = "<!-- headline findings: start -->", "<!-- headline findings: end -->"
 
 
 def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_").lower()
 
 
-def fmt(entry, value) -> str:
-    if value is None:
-        return "(ordering only)"
-    if isinstance(value, str):
-        return f"{value} ({OUTCOMES[value]})"
-    return f"{value:.3g}" if entry.scale == "log" else f"{value:.3f}"
+def mark(assessment: Assessment) -> str:
+    scaled = f", scaled ({scale_text(assessment.scaled)})" if assessment.scaled else ""
+    return f"{MARKS[assessment.verdict]} {assessment.verdict}{scaled}"
 
 
-def runs_cell(measurement) -> str:
-    if measurement.same_everywhere:
-        return f"every run ({measurement.settings} settings, one value)"
-    names = sorted({r.name for r in measurement.runs})
-    seeds = f", {len(measurement.runs)} seeds" if len(measurement.runs) > 1 else ""
-    best = f" (best of {measurement.settings} settings)" if measurement.settings > 1 else ""
-    return (", ".join(f"`{n}`" for n in names[:3]) + (" …" if len(names) > 3 else "")) + seeds + best
-
-
-def bar_figure(path: Path, rows: list[tuple[str, float, dict]], log: bool, title: str) -> None:
-    """Paper value beside each experiment's measured value, one group per number."""
-    experiments = sorted({e for _, _, measured in rows for e in measured})
-    fig, ax = plt.subplots(figsize=(max(6, 0.9 * len(rows) + 2), 3.8))
-    width = 0.8 / (1 + len(experiments))
-    for i, name in enumerate(["paper", *experiments]):
-        values = [paper if name == "paper" else measured.get(name) for _, paper, measured in rows]
-        values = [float("nan") if v is None else v for v in values]  # ordering-only paper entries have no value
-        ax.bar([j + (i - len(experiments) / 2) * width for j in range(len(rows))], values, width, label=name)
-    ax.set_xticks(range(len(rows)), [label for label, _, _ in rows], rotation=30, ha="right", fontsize=8)
+def bar_figure(path: Path, rows: list[tuple[str, float, float]], log: bool, title: str) -> None:
+    """The paper's value beside ours, one pair of bars per number."""
+    fig, ax = plt.subplots(figsize=(max(5.5, 0.8 * len(rows) + 2.5), 3.6))
+    xs = range(len(rows))
+    ax.bar([x - 0.2 for x in xs], [paper for _, paper, _ in rows], 0.4, label="paper", color="#8da0cb")
+    ax.bar([x + 0.2 for x in xs], [ours for _, _, ours in rows], 0.4, label="ours (selected run)", color="#fc8d62")
+    ax.set_xticks(list(xs), [label for label, _, _ in rows], rotation=30, ha="right", fontsize=8)
     ax.set(title=title, yscale="log" if log else "linear")
     ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=80)
     plt.close(fig)
+
+
+def curve_figure(path: Path, records: list[RunRecord], title: str) -> bool:
+    """Accuracy by test length, or error by number of in-context examples, of `records`; False if they have none."""
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    drawn = False
+    for r in records:
+        test = r.metrics["test"]
+        if isinstance(test.get("per_length"), dict):
+            points = sorted((int(k), v) for k, v in test["per_length"].items())
+            ax.plot([p for p, _ in points], [v for _, v in points], label=f"{r.experiment}/{r.name}", lw=1)
+            ax.set(xlabel="test length", ylabel="accuracy")
+            if test.get("train_max_length"):
+                ax.axvline(test["train_max_length"], color="grey", ls=":", lw=1)
+            drawn = True
+        elif isinstance(test.get("curves"), dict) and isinstance(test["curves"].get("model"), list):
+            ax.plot(range(1, len(test["curves"]["model"]) + 1), test["curves"]["model"], label=r.name, lw=1)
+            ax.set(xlabel="in-context examples", ylabel="model score by example")
+            drawn = True
+    if drawn:
+        ax.set_title(title)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, dpi=80)
+    plt.close(fig)
+    return drawn
 
 
 def run_table(records: list[RunRecord]) -> tuple[list[str], list[list]]:
     keys = list(dict.fromkeys(k for r in records for k, v in r.metrics["test"].get("model", {}).items()
                               if isinstance(v, (int, float))))  # fmt: skip
-    header = ["run", "task", "architecture", "preset", "parameters", "steps", "train time (s)", *keys]
+    header = ["run", "task", "architecture", "preset", "parameters", "steps", "seed", "validation", *keys]
     rows = []
     for r in sorted(records, key=lambda r: r.name):
         m, train, model = r.metrics, r.metrics.get("train", {}), r.metrics["test"].get("model", {})
         cells = [f"{model[k]:.4g}" if k in model else "–" for k in keys]
-        size, seconds = f"{m.get('num_parameters', 0):,}", f"{train.get('wall_time_s', 0):.0f}"
-        rows.append([f"`{r.name}`", m.get("task"), m.get("architecture"), m.get("preset"), size, train.get("steps"),
-                     seconds, *cells])  # fmt: skip
+        rows.append([f"`{r.name}`", m.get("task"), m.get("architecture"), m.get("preset"),
+                     f"{m.get('num_parameters', 0):,}", train.get("steps"), r.seed,
+                     "yes" if "validation" in m else "no", *cells])  # fmt: skip
     return header, rows
 
 
-def length_figure(path: Path, records: list[RunRecord], title: str) -> bool:
-    curves = [r for r in records if "per_length" in r.metrics["test"]]
-    if not curves:
-        return False
-    from ..evaluation.length_sweep import draw_length_curve
+def number_lines(numbers: PaperNumbers, assessments: list[Assessment], records: list[RunRecord]) -> dict[str, Line]:
+    """One line per measured published number: from its value finding, else selected on its own."""
+    lines: dict[str, Line] = {}
+    for a in assessments:
+        if a.finding.kind in ("value", "outcome") and len(a.lines) == len(a.finding.entries):
+            for entry_id, line in zip(a.finding.entries, a.lines):
+                lines[entry_id] = line
+    for entry in numbers.entries.values():
+        if entry.id in lines or not isinstance(entry.value, (int, float)):
+            continue
+        found = [
+            s for s in settings_of(records, entry.task, entry.match) if s.value(f"test.{entry.metric}") is not None
+        ]
+        if not found:
+            continue
+        pick = select(entry, found)
+        chosen = [pick.setting] if pick.setting else pick.candidates
+        verdicts = {judge_value(entry, s.value(f"test.{entry.metric}", entry.statistic)) for s in chosen}
+        verdict = verdicts.pop() if len(verdicts) == 1 else rules.INCONCLUSIVE
+        ours = ours_text(entry, pick.setting) if pick.setting else f"{len(chosen)} settings"
+        where = pick.setting.where if pick.setting else f"{len(chosen)} settings without validation numbers"
+        pair = (entry.value, pick.setting.value(f"test.{entry.metric}", entry.statistic)) if pick.setting else ()
+        lines[entry.id] = Line(entry.label, paper_text(entry), ours, tolerance_text(entry), verdict, where, pair)
+    return lines
 
-    fig, ax = plt.subplots(figsize=(8, 3.8))
-    for r in curves:
-        draw_length_curve(ax, r.metrics["test"], f"{title}", label=r.name, bin_width=20)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90)
-    plt.close(fig)
-    return True
+
+def paper_page(paper: str, numbers: PaperNumbers, assessments: list[Assessment], lines: dict[str, Line],
+               records: list[RunRecord], output_dir: Path) -> Document:  # fmt: skip
+    info = numbers.papers[paper]
+    doc = Document()
+    doc.heading(1, f"{paper}: {info.title}")
+    link = f" [{info.link}]({info.link})" if info.link else ""
+    doc.paragraph(f"{info.citation}{link}")
+    mine = [a for a in assessments if a.finding.paper == paper]
+    doc.table(["finding", "verdict"], [[f"[{a.finding.claim}](#{a.finding.id})", mark(a)] for a in mine])
+    for a in mine:
+        doc.heading(2, a.finding.claim, anchor=a.finding.id)
+        doc.paragraph(f"**Verdict: {mark(a)}.** {a.reason[0].upper() + a.reason[1:]}.")
+        if a.lines:
+            doc.table(["number", "paper", "ours", "tolerance", "verdict", "run"],
+                      [[l.label, l.paper, l.ours, l.tolerance, l.verdict, l.where] for l in a.lines])  # fmt: skip
+        if a.others:
+            doc.paragraph("Runs measured but not the evidence:")
+            doc.table(["run", "ours", "why"], [list(row) for row in a.others])
+        evidence = [r for s in a.evidence for r in s.runs]
+        figure = f"{FIGURES}/{slug(a.finding.id)}.png"
+        if evidence and curve_figure(output_dir / figure, evidence, a.finding.claim[:70]):
+            doc.image(figure, f"{a.finding.id}: the selected runs")
+    doc.heading(2, "Every published number", anchor="numbers")
+    for source in (s for s in numbers.sources if s["paper"] == paper):
+        entries = [e for e in numbers.entries.values() if e.source == source["id"]]
+        measured = [e for e in entries if e.id in lines]
+        doc.heading(3, source["where"])
+        if not measured:
+            doc.paragraph(f"No run measures its {len(entries)} numbers yet.")
+            continue
+        doc.table(["number", "paper", "ours", "tolerance", "verdict", "run"],
+                  [[lines[e.id].label, lines[e.id].paper, lines[e.id].ours, lines[e.id].tolerance,
+                    lines[e.id].verdict, lines[e.id].where] for e in measured])  # fmt: skip
+        if len(measured) < len(entries):
+            doc.paragraph(f"{len(entries) - len(measured)} of its {len(entries)} numbers are not measured yet.")
+        bars = [(lines[e.id].label, *lines[e.id].values) for e in measured if lines[e.id].values]
+        if bars:
+            figure = f"{FIGURES}/{source['id']}.png"
+            log = any(e.scale == "log" for e in measured)
+            bar_figure(output_dir / figure, bars, log, f"{paper} {source['where'].split(',')[0]}")
+            doc.image(figure, f"{source['where'].split(',')[0]}: paper and ours")
+    return doc
 
 
-def build_report(run_paths: list, output_dir: str | Path, command: str, numbers: PaperNumbers | None = None) -> dict:
-    """Write `REPORT.md`, `REPORT.html` and `report_figures/*.png` to `output_dir`; returns the verdict counts.
+def summary_rows(numbers: PaperNumbers, assessments: list[Assessment], lines: dict[str, Line]) -> list[list]:
+    rows = []
+    for paper in numbers.papers:
+        mine = [a for a in assessments if a.finding.paper == paper]
+        counts = Counter(a.verdict for a in mine)
+        published = [e for e in numbers.entries.values() if e.paper == paper]
+        rows.append([f"[{paper}]({paper}.md)", len(mine), *(counts[v] for v in VERDICTS),
+                     sum(bool(a.scaled) for a in mine if a.verdict != NOT_RUN),
+                     f"{sum(e.id in lines for e in published)} / {len(published)}"])  # fmt: skip
+    return rows
+
+
+SUMMARY_HEADER = ["paper", "findings", *(f"{MARKS[v]} {v}" for v in VERDICTS), "of them scaled", "numbers measured"]
+
+
+def headline_table(numbers: PaperNumbers, assessments: list[Assessment], prefix: str) -> str:
+    """The README's table: one row per finding (paper, finding, verdict, link)."""
+    doc = Document()
+    doc.table(["paper", "finding", "verdict", ""],
+              [[a.finding.paper, a.finding.claim, mark(a), f"[details]({prefix}{a.finding.paper}.md#{a.finding.id})"]
+               for a in assessments])  # fmt: skip
+    return doc.to_markdown()
+
+
+def build_report(run_paths: list, output_dir: str | Path, command: str, numbers: PaperNumbers | None = None,
+                 readme: str | Path | None = None) -> dict:  # fmt: skip
+    """Write `REPORT`, `P1` … `P5` and `runs` (`.md` and `.html`) and `report_figures/*.png` to `output_dir`.
 
     Args:
         run_paths: run folders, or folders holding run folders at any depth.
         output_dir: where the report goes.
         command: the command that regenerates it (printed at the top).
-        numbers: the papers' numbers (default: the shipped `paper_numbers.yaml`).
+        numbers: the papers' numbers and findings (default: the shipped `paper_numbers.yaml`).
+        readme: a Markdown file whose block between the headline markers is replaced by the findings table.
+
+    Returns:
+        `{"runs": n, "<paper>": {verdict: findings}}`.
     """
     numbers = numbers or load_paper_numbers()
     output_dir = Path(output_dir)
     (output_dir / FIGURES).mkdir(parents=True, exist_ok=True)
     records = find_runs(run_paths)
-    measured = {entry_id: measure(entry, records) for entry_id, entry in numbers.entries.items()}
-    counts: dict[str, Counter] = {paper: Counter() for paper in numbers.papers}
+    assessments = [assess(f, numbers, records) for f in numbers.findings]
+    lines = number_lines(numbers, assessments, records)
+    pages = {"REPORT": "summary", **{p: p for p in numbers.papers}, "runs": "runs"}
+    nav = [(label, f"{name}.html") for name, label in pages.items()]
+    documents = {}
     doc = Document()
     doc.heading(1, "Reproduction report")
-    doc.paragraph(f"Regenerate with `{command}` (CPU runs; the papers' numbers ship in "
-                  "`hf_icl/report/paper_numbers.yaml`). Verdicts: ✅ reproduced (within the tolerance), "
-                  "↗ direction only (off in value, on the paper's side of the reference level, or the paper's "
-                  "ordering of a contrast), ❌ not reproduced; the rules are at the end.")  # fmt: skip
+    doc.paragraph(f"Regenerate with `{command}` (the papers' numbers and findings ship in "
+                  "`hf_icl/report/paper_numbers.yaml`). Each finding and each published number has one verdict: "
+                  + ", ".join(f"{MARKS[v]} {v}" for v in VERDICTS) + "; *scaled* marks a verdict resting on runs "
+                  "smaller than the paper's setting. The rules are at the end.")  # fmt: skip
     experiments = sorted({r.experiment for r in records})
-    doc.paragraph(f"{len(records)} runs in {len(experiments)} experiments: " + ", ".join(f"`{e}`" for e in experiments))
-    sections = Document()
-    for paper, title in numbers.papers.items():
-        sections.heading(2, f"{paper} — {title}")
-        missing = []
-        for source in (s for s in numbers.sources if s["paper"] == paper):
-            entries = [e for e in numbers.entries.values() if e.source == source["id"]]
-            found = [(e, m) for e in entries for m in measured[e.id]]
-            if not found:
-                missing.append(f"{source['where']}: {len(entries)} numbers")
-                continue
-            sections.heading(3, source["where"])
-            rows, bars = [], {}
-            for entry, m in found:
-                verdict = judge(entry, m.value)
-                counts[paper][verdict] += 1
-                ours = fmt(entry, m.value)
-                if entry.outcome:
-                    ours = f"{outcome_of(entry, m.value) or 'not judged'} ({entry.metric.split('.')[-1]} {m.value:.3g})"
-                rows.append([entry.row, entry.column, fmt(entry, entry.value), ours, f"`{m.experiment}`",
-                             runs_cell(m), MARKS.get(verdict, verdict)])  # fmt: skip
-                if not entry.outcome:
-                    bar = bars.setdefault(f"{entry.row} · {entry.column}", (entry.value, {}, entry.scale))
-                    bar[1][m.experiment] = m.value
-            sections.table(["", "", "paper", "ours", "experiment", "runs", "verdict"], rows)
-            unmeasured = sorted({f"{e.row} ({e.column})" for e in entries if not measured[e.id]})
-            if unmeasured:
-                sections.paragraph("Not measured yet: " + "; ".join(unmeasured) + ".")
-            if bars:
-                figure = f"{FIGURES}/{source['id']}.png"
-                log = any(scale == "log" for _, _, scale in bars.values())
-                title = f"{paper} {source['where'].split(',')[0]}"
-                bar_figure(output_dir / figure, [(k, v, m) for k, (v, m, _) in bars.items()], log, title)
-                sections.image(figure, source["where"])
-        if missing:
-            sections.paragraph("No runs yet for:")
-            sections.bullets(missing)
-    contrast_rows, pending = [], 0
-    for c in numbers.contrasts:
-        better, worse = numbers.entries[c.better], numbers.entries[c.worse]
-        pairs = [(a, b) for a in measured[c.better] for b in measured[c.worse] if a.experiment == b.experiment]
-        pending += not pairs
-        for a, b in pairs:
-            verdict = judge_contrast(better, worse, a.value, b.value)
-            counts[better.paper][f"contrast {verdict}"] += 1
-            paper = f"{fmt(better, better.value)} vs {fmt(worse, worse.value)}"
-            pair = (f"{better.column} vs {worse.column} ({better.row})" if better.row == worse.row
-                    else f"{better.row} vs {worse.row} ({better.column})")  # fmt: skip
-            contrast_rows.append([c.claim, pair, paper,
-                                  f"{fmt(better, a.value)} vs {fmt(worse, b.value)}", f"`{a.experiment}`",
-                                  MARKS.get(verdict, verdict)])  # fmt: skip
-    summary = []
-    for paper in numbers.papers:
-        total = sum(1 for e in numbers.entries.values() if e.paper == paper)
-        c = counts[paper]
-        summary.append([paper, total, *(c[v] for v in VERDICTS),
-                        " / ".join(str(c[f"contrast {v}"]) for v in VERDICTS[:3])])  # fmt: skip
-    doc.table(["paper", "published numbers", *VERDICTS, "contrasts ✅ / ↗ / ❌"], summary)
-    doc.blocks += sections.blocks
-    doc.heading(2, "Contrasts (claims that one model beats another, measured within one experiment)")
-    if contrast_rows:
-        doc.table(["claim", "pair", "paper", "ours", "experiment", "verdict"], contrast_rows)
-    doc.paragraph(f"{pending} of {len(numbers.contrasts)} contrasts have no experiment measuring both sides yet.")
-    doc.heading(2, "Runs")
-    for experiment in experiments:
-        group = [r for r in records if r.experiment == experiment]
-        doc.heading(3, f"`{experiment}`")
-        doc.table(*run_table(group))
-        figure = f"{FIGURES}/runs_{slug(experiment)}.png"
-        if length_figure(output_dir / figure, group, experiment):
-            doc.image(figure, f"{experiment}: accuracy by length")
-    doc.heading(2, "How numbers are matched and judged")
-    for text in (*RULES.split("\n\n")[1:], *GROUPING.split("\n\n")[1:]):
+    doc.paragraph(f"{len(records)} runs in {len(experiments)} experiments ([runs](runs.md)).")
+    doc.table(SUMMARY_HEADER, summary_rows(numbers, assessments, lines))
+    doc.heading(2, "Findings")
+    doc.table(["paper", "finding", "verdict", "reason"],
+              [[f"[{a.finding.paper}]({a.finding.paper}.md#{a.finding.id})", a.finding.claim, mark(a), a.reason]
+               for a in assessments])  # fmt: skip
+    doc.heading(2, "How findings are judged")
+    for text in (*ENTITIES.split("\n\n")[1:], *rules.__doc__.split("\n\n")[1:], *GROUPING.split("\n\n")[1:]):
         if text.lstrip().startswith("- "):
             doc.bullets([" ".join(item.split()) for item in text.strip()[2:].split("\n- ")])
         else:
             doc.paragraph(" ".join(text.split()))
-    write_text_atomic(output_dir / "REPORT.md", doc.to_markdown())
-    write_text_atomic(output_dir / "REPORT.html", doc.to_html(output_dir, "hf_icl reproduction report"))
-    return {"runs": len(records), **{paper: dict(c) for paper, c in counts.items()}}
+    documents["REPORT"] = doc
+    for paper in numbers.papers:
+        documents[paper] = paper_page(paper, numbers, assessments, lines, records, output_dir)
+    runs = Document()
+    runs.heading(1, "Runs")
+    runs.paragraph("Every committed training run the report reads, by experiment (test-split numbers of the model).")
+    for experiment in experiments:
+        group = [r for r in records if r.experiment == experiment]
+        runs.heading(2, f"`{experiment}`")
+        runs.table(*run_table(group))
+        figure = f"{FIGURES}/runs_{slug(experiment)}.png"
+        if curve_figure(output_dir / figure, group, experiment):
+            runs.image(figure, f"{experiment}: by length or by example")
+    documents["runs"] = runs
+    for name, document in documents.items():
+        write_text_atomic(output_dir / f"{name}.md", document.to_markdown())
+        write_text_atomic(output_dir / f"{name}.html", document.to_html(f"hf_icl report: {pages[name]}", nav))
+    if readme is not None:
+        readme = Path(readme)
+        prefix = Path(os.path.relpath(output_dir.resolve(), readme.resolve().parent)).as_posix() + "/"
+        write_readme_block(readme, headline_table(numbers, assessments, prefix))
+    counts = {"runs": len(records)}
+    for paper in numbers.papers:
+        counts[paper] = dict(Counter(a.verdict for a in assessments if a.finding.paper == paper))
+    return counts
+
+
+def write_readme_block(readme: Path, table: str) -> None:
+    """Replace the text between the headline markers of `readme` with `table`.
+
+    Raises:
+        ValueError: the markers are missing.
+    """
+    text = readme.read_text(encoding="utf-8")
+    if HEADLINE_START not in text or HEADLINE_END not in text:
+        raise ValueError(f"{readme}: no {HEADLINE_START} ... {HEADLINE_END} block to write the findings table into")
+    head, rest = text.split(HEADLINE_START, 1)
+    write_text_atomic(readme, head + HEADLINE_START + "\n" + table + HEADLINE_END + rest.split(HEADLINE_END, 1)[1])
+
+
+__all__ = ["build_report", "headline_table", "Finding", "fmt"]

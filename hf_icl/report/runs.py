@@ -1,10 +1,9 @@
-"""Run folders as the report sees them: `metrics.json` records, grouped into experiments, matched to paper entries.
+"""Run folders as the report sees them: `metrics.json` records, their experiments and settings, and their scale.
 
 An **experiment** is the folder holding run folders (a sweep's `output_root`, an `experiments/*.sh` output folder):
-its runs share budget and data, so contrasts pair runs of one experiment only. A **setting** is a run's arguments
-apart from the seed (and bookkeeping such as the output folder): its seeds are aggregated with the entry's
-statistic (mean, or max where the paper reports the best seed). Where an experiment has several matching settings
-(a learning-rate sweep, several position schemes), the best is reported, as the papers report their best settings.
+its runs share budget and data, so a contrast pairs runs of one experiment only. A **setting** is a run's arguments
+apart from the seed and bookkeeping (output folder, threads, logging); its seeds are aggregated (mean ± sd, or the
+best seed where the paper reports its best seed).
 """
 
 from __future__ import annotations
@@ -34,25 +33,34 @@ class RunRecord:
     @property
     def setting(self) -> str:
         config = self.metrics.get("run_config", {})
-        return json.dumps({k: v for k, v in config.items() if k not in BOOKKEEPING}, sort_keys=True, default=str)
+        key = {k: v for k, v in config.items() if k not in BOOKKEEPING}
+        return json.dumps([self.metrics.get("task"), key], sort_keys=True, default=str)
 
     @property
     def seed(self):
         return self.metrics.get("run_config", {}).get("seed")
 
     def lookup(self, path: str):
-        """The value at a dotted path: `model.<field>`, `test.<...>`, `run_config.<...>` or a top-level key."""
-        if path.startswith("model."):
-            return _walk(self.model, path[len("model.") :])
-        return _walk(self.metrics, path)
+        """The value at a dotted path: `model.<field>` (the rebuilt config), or any path into metrics.json (`test.`,
+        `validation.`, `train.`, `run_config.` or a top-level key); an integer part indexes a list."""
+        if path.startswith("model.") and not path.startswith("model.model"):
+            return walk(self.model, path[len("model.") :])
+        return walk(self.metrics, path)
 
 
-def _walk(node, path: str):
+def walk(node, path: str):
     for part in path.split("."):
-        if not isinstance(node, dict) or part not in node:
+        if isinstance(node, list) and part.lstrip("-").isdigit() and -len(node) <= int(part) < len(node):
+            node = node[int(part)]
+        elif isinstance(node, dict) and part in node:
+            node = node[part]
+        else:
             return None
-        node = node[part]
     return node
+
+
+def number(value) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
 def _equal(found, expected, options: bool = True) -> bool:
@@ -67,20 +75,21 @@ def _equal(found, expected, options: bool = True) -> bool:
     return found == expected
 
 
-def matches(record: RunRecord, entry: Entry) -> bool:
-    """Whether `record` is a run of `entry`'s task satisfying every condition of `entry.match`."""
-    if record.metrics.get("task") != entry.task:
+def matches(record: RunRecord, task: str | None, conditions: dict) -> bool:
+    """Whether `record` is a run of `task` (any task if `None`) satisfying every condition."""
+    if task is not None and record.metrics.get("task") != task:
         return False
-    return all(_equal(record.lookup(path), expected) for path, expected in entry.match.items())
+    return all(_equal(record.lookup(path), expected) for path, expected in conditions.items())
 
 
 def model_config(metrics: dict) -> dict:
     """The run's architecture config (preset + overrides, every default filled in), or `{}` if it cannot be built."""
-    from ..models import config_for
+    import hf_icl
 
     run = metrics.get("run_config", {})
     try:
-        return config_for(metrics["architecture"], metrics.get("preset", "small"), **run.get("overrides", {})).to_dict()
+        config = hf_icl.config_for(metrics["architecture"], metrics.get("preset", "small"), **run.get("overrides", {}))
+        return config.to_dict()
     except (KeyError, TypeError, ValueError):
         return {}
 
@@ -106,7 +115,7 @@ def find_runs(paths: list[str | Path]) -> list[RunRecord]:
     common = Path(os.path.commonpath([folder for folder, _ in places.values()]))
     records = []
     for file, (folder, name) in sorted(places.items()):
-        metrics = json.loads(file.read_text())
+        metrics = json.loads(file.read_text(encoding="utf-8"))
         experiment = str(folder.relative_to(common)) if folder != common else common.name
         records.append(RunRecord(file, experiment, name, metrics, model_config(metrics)))
     return records
@@ -122,36 +131,90 @@ def _place(file: Path) -> tuple[Path, str]:
 def _is_run(file: Path) -> bool:
     """Training runs only (`python -m hf_icl.evaluate` folders have no `train`)."""
     try:
-        return "train" in json.loads(file.read_text())
+        return "train" in json.loads(file.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
         return False
 
 
 @dataclass
-class Measurement:
-    """An entry measured in one experiment: the best setting's value aggregated over its seeds."""
+class Setting:
+    """The runs of one setting (its seeds), in one experiment."""
 
-    entry: Entry
     experiment: str
-    value: float
     runs: list[RunRecord]
-    settings: int
-    same_everywhere: bool = False  # every matching setting gives this value (baselines: the test set decides)
+
+    @property
+    def name(self) -> str:
+        names = sorted(r.name for r in self.runs)
+        return names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} seeds)"
+
+    @property
+    def where(self) -> str:
+        return f"`{self.experiment}` / `{self.name}`"
+
+    def values(self, path: str) -> list[float] | None:
+        """The number at `path` in every seed, or `None` if any seed lacks it."""
+        found = [number(r.lookup(path)) for r in self.runs]
+        return None if any(v is None for v in found) else found
+
+    def value(self, path: str, statistic: str = "mean") -> float | None:
+        found = self.values(path)
+        if found is None:
+            return None
+        return max(found) if statistic == "max" else statistics.fmean(found)
+
+    def spread(self, path: str) -> float | None:
+        found = self.values(path)
+        return statistics.stdev(found) if found and len(found) > 1 else None
+
+    def scale(self, entry: Entry) -> list[tuple[str, float, float]]:
+        """How this setting falls short of the paper's (`entry.setting`, `entry.proxy`): (label, ours, paper) per
+        dimension below the paper's; a proxy is `(proxy, 0, 0)`."""
+        notes = [(entry.proxy, 0.0, 0.0)] if entry.proxy else []
+        for item in entry.setting:
+            found = number(self.runs[0].lookup(item["path"]))
+            found = item.get("default") if found is None else found
+            if found is not None and found < item["paper"]:
+                notes.append((item["label"], float(found), float(item["paper"])))
+        return notes
+
+    @property
+    def model_key(self) -> tuple:
+        """(task, architecture, parameter count): runs of one model that differ in how long they trained."""
+        m = self.runs[0].metrics
+        return m.get("task"), m.get("architecture"), m.get("num_parameters")
+
+    @property
+    def steps(self) -> float:
+        return self.value("train.steps") or 0.0
 
 
-def measure(entry: Entry, records: list[RunRecord]) -> list[Measurement]:
-    """One `Measurement` per experiment with runs that match `entry` and report its metric."""
-    by_experiment: dict[str, dict[str, list[tuple[RunRecord, float]]]] = {}
+def scale_text(notes: list[tuple[str, float, float]]) -> str:
+    """`[(label, ours, paper)]` of one or more settings as one phrase: ranges per dimension, proxies as given."""
+    by_label: dict[str, list[tuple[float, float]]] = {}
+    for label, ours, paper in notes:
+        by_label.setdefault(label, []).append((ours, paper))
+    parts = []
+    for label, values in by_label.items():
+        if values[0][1] == 0.0:
+            parts.append(label)
+            continue
+        low, high = min(v for v, _ in values), max(v for v, _ in values)
+        ours = _num(low) if low == high else f"{_num(low)}–{_num(high)}"
+        parts.append(f"{ours} of {_num(values[0][1])} {label}")
+    return "; ".join(parts)
+
+
+def _num(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    return f"{value:,.0f}" if float(value).is_integer() or value >= 100 else f"{value:.3g}"
+
+
+def settings_of(records: list[RunRecord], task: str | None, conditions: dict) -> list[Setting]:
+    """The matching runs grouped by experiment and setting, in a stable order."""
+    groups: dict[tuple[str, str], list[RunRecord]] = {}
     for record in records:
-        value = record.lookup(f"test.{entry.metric}") if matches(record, entry) else None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            by_experiment.setdefault(record.experiment, {}).setdefault(record.setting, []).append((record, value))
-    measurements = []
-    for experiment, settings in sorted(by_experiment.items()):
-        aggregate = max if entry.statistic == "max" else statistics.fmean
-        candidates = [(aggregate([v for _, v in runs]), [r for r, _ in runs]) for runs in settings.values()]
-        pick = max if entry.better == "higher" else min
-        value, runs = pick(candidates, key=lambda c: c[0])
-        same = len(candidates) > 1 and len({c[0] for c in candidates}) == 1
-        measurements.append(Measurement(entry, experiment, float(value), runs, len(settings), same))
-    return measurements
+        if matches(record, task, conditions):
+            groups.setdefault((record.experiment, record.setting), []).append(record)
+    return [Setting(experiment, runs) for (experiment, _), runs in sorted(groups.items(), key=lambda kv: kv[0])]
