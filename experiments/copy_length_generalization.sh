@@ -11,7 +11,7 @@
 #   STEPS=30 N_PER_LENGTH=4 bash experiments/copy_length_generalization.sh   # smoke run
 # Knobs (environment): STEPS (1500), LR (3e-3), SCHEDULE (cosine), N_PER_LENGTH (64), MODELS (run names, default
 # all five), OUTPUT_ROOT. The issue-#16 revisit, longer and at a learning rate that stays high (wsd):
-#   STEPS=2500 SCHEDULE=wsd MODELS="transformer_hard_alibi transformer_rope mamba" \
+#   STEPS=2000 SCHEDULE=wsd MODELS="transformer_hard_alibi transformer_rope mamba" \
 #     OUTPUT_ROOT=outputs/copy-length-generalization-revisit bash experiments/copy_length_generalization.sh
 # Architectures not registered in hf_icl are skipped with a message.
 set -euo pipefail

@@ -7,7 +7,7 @@
 #   bash experiments/length_generalization.sh parity_check      # or cycle_navigation: `small`, 1,500 steps, lr 1e-3
 # Knobs (environment): PRESET (small), STEPS (1500), LR (1e-3), SCHEDULE (cosine), MODELS (all three, by run
 # name), OUTPUT_ROOT. The issue-#16 revisit, which trains longer with the wsd schedule at the `tiny` width:
-#   PRESET=tiny STEPS=8000 LR=3e-3 SCHEDULE=wsd MODELS="regular_gpt_c2 transformer_nope" \
+#   PRESET=tiny STEPS=6000 LR=3e-3 SCHEDULE=wsd MODELS=regular_gpt_c2 \
 #     OUTPUT_ROOT=outputs/length-generalization-revisit bash experiments/length_generalization.sh parity_check
 set -euo pipefail
 cd "$(dirname "$0")/.."
