@@ -23,6 +23,7 @@ import time
 import numpy as np
 import torch
 from _baum_welch_reference import reference_predict_proba
+from common import add_output_argument, run_recorded
 
 from hf_icl.baselines import BaumWelch
 from hf_icl.tasks import task_builder
@@ -45,6 +46,7 @@ def main() -> None:
     parser.add_argument("--every", type=int, default=25, help="reference prefixes: i ≡ 0 (mod every)")
     parser.add_argument("--full-split", action="store_true", help="also time all 500 test instances")
     parser.add_argument("--torch-float32", action="store_true", help="also time the torch backend in float32")
+    add_output_argument(parser)
     args = parser.parse_args()
     builder = task_builder("regbench", n_train=2500)
     builder.download_and_prepare()
@@ -87,4 +89,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

@@ -53,3 +53,102 @@ def peak_memory_mib(setup: str, call: str) -> float:
     code = PEAK_PROBE.format(here=str(Path(__file__).parent), setup=setup, call=call)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return max(json.loads(out.stdout.strip().splitlines()[-1]), 0.01)
+
+
+def machine_facts() -> dict:
+    """What the numbers were measured on: CPU model, cores, threads, library versions, and the load average (the
+    1-minute load of the whole machine; near 0 means idle, near the core count means another job shared it)."""
+    import os
+    import platform
+
+    import torch
+
+    model = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    return {
+        "cpu_model": model,
+        "cpu_cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
+        "amx": " amx_tile" in flags,
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+    }
+
+
+def markdown_tables(text: str) -> list[dict]:
+    """Every Markdown table in `text`, as `{"header": [...], "rows": [[...]]}` (cells as printed)."""
+    tables, block = [], []
+    for line in [*text.splitlines(), ""]:
+        if line.startswith("|"):
+            block.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+        elif block:
+            rows = [row for row in block[1:] if not all(set(cell) <= set("-: ") for cell in row)]
+            tables.append({"header": block[0], "rows": rows})
+            block = []
+    return tables
+
+
+class _Tee:
+    def __init__(self, stream):
+        self.stream, self.parts = stream, []
+
+    def write(self, text):
+        self.parts.append(text)
+        return self.stream.write(text)
+
+    def flush(self):
+        self.stream.flush()
+
+
+def add_output_argument(parser) -> None:
+    parser.add_argument("--output", metavar="FILE", help="also write the printed tables and the machine facts as JSON")
+
+
+def run_recorded(main) -> None:
+    """Run a benchmark's `main()`; with `--output FILE` on the command line, write what it printed (its tables parsed),
+    the command, the machine facts and the load average before and after to FILE as JSON."""
+    import argparse
+    import datetime
+    import os
+
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--output")
+    known, _ = pre.parse_known_args()
+    if not known.output:
+        main()
+        return
+    load_start, started = os.getloadavg(), datetime.datetime.now(datetime.timezone.utc)
+    tee = _Tee(sys.stdout)
+    sys.stdout = tee
+    try:
+        main()
+    finally:
+        sys.stdout = tee.stream
+    load_end = os.getloadavg()
+    text = "".join(tee.parts)
+    env = " ".join(f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS") if k in os.environ)
+    record = {
+        "benchmark": Path(sys.argv[0]).stem,
+        "command": " ".join(filter(None, [env, "python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])),
+        "started_utc": started.isoformat(timespec="seconds"),
+        "seconds": round((datetime.datetime.now(datetime.timezone.utc) - started).total_seconds(), 1),
+        "machine": machine_facts(),
+        "load_average_1min": {"start": round(load_start[0], 2), "end": round(load_end[0], 2)},
+        "idle": max(load_start[0], load_end[0]) < 0.5,
+        "tables": markdown_tables(text),
+        "output": text,
+    }
+    path = Path(known.output)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{path.name}")
+    tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)

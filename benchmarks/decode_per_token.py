@@ -21,6 +21,7 @@ import statistics
 import time
 
 import torch
+from common import add_output_argument, run_recorded
 from transformers import AutoModelForCausalLM
 
 import hf_icl
@@ -89,6 +90,7 @@ def main():
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=20)
     parser.add_argument("--architectures", nargs="*", default=None, help="default: every registered architecture")
+    add_output_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
     archs = args.architectures or hf_icl.list_architectures()
@@ -118,4 +120,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

@@ -24,7 +24,7 @@ import argparse
 import contextlib
 
 import torch
-from common import median_time, print_table
+from common import add_output_argument, median_time, print_table, run_recorded
 from linear_attention_chunked import forward_backward
 
 import hf_icl
@@ -65,6 +65,7 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=2)
+    add_output_argument(parser)
     args = parser.parse_args()
     rows, shares = [], []
     for preset, batch, length in CASES:
@@ -98,4 +99,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

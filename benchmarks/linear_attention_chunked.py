@@ -20,7 +20,7 @@ import argparse
 import contextlib
 
 import torch
-from common import median_time, print_table
+from common import add_output_argument, median_time, print_table, run_recorded
 
 import hf_icl
 from hf_icl.mixers import MIXERS
@@ -105,6 +105,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--clock", choices=("process", "wall"), default="process")
+    add_output_argument(parser)
     args = parser.parse_args()
     mixer_rows, recurrence_rows = [], []
     for name, arch in ARCHITECTURES.items():
@@ -135,4 +136,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

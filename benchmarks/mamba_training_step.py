@@ -26,7 +26,7 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers may otherwise look for hub kernels
 
 import torch  # noqa: E402
-from common import median_time, print_table  # noqa: E402
+from common import add_output_argument, median_time, print_table, run_recorded  # noqa: E402
 from transformer_vs_gpt2 import training_step  # noqa: E402
 from transformers import AutoModelForCausalLM, MambaConfig, MambaForCausalLM  # noqa: E402
 
@@ -92,6 +92,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--clock", choices=("process", "wall"), default="process")
     parser.add_argument("--skip-hf", action="store_true")
+    add_output_argument(parser)
     args = parser.parse_args()
     ours, reference, transformer = build_models(args.preset, vocab=20)
     counts = {name: m.num_parameters() for name, m in (("ours", ours), ("hf", reference), ("tf", transformer))}
@@ -141,4 +142,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

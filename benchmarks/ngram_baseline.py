@@ -14,7 +14,7 @@ import argparse
 
 import numpy as np
 from _refit_ngram import refit_predict_proba
-from common import median_time
+from common import add_output_argument, median_time, run_recorded
 
 from hf_icl.baselines import InContextNGram
 from hf_icl.tasks.regbench import RegBenchConfig, generate_regbench
@@ -24,6 +24,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--instances", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=3)
+    add_output_argument(parser)
     args = parser.parse_args()
     rows = generate_regbench(RegBenchConfig(name="n2500", n_train=0, n_validation=0))["test"]
     texts = [row["text"] for row in rows[: args.instances]]
@@ -48,4 +49,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import torch
-from common import median_time, peak_memory_mib, print_table
+from common import add_output_argument, median_time, peak_memory_mib, print_table, run_recorded
 
 from hf_icl.mixers.ngram import ngram_head_average
 
@@ -68,6 +68,7 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--reference-limit-gib", type=float, default=8.0)
+    add_output_argument(parser)
     args = parser.parse_args()
     torch.set_num_threads(1)
     reference = figure7()
@@ -106,4 +107,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

@@ -16,7 +16,7 @@ import argparse
 import tempfile
 
 import datasets
-from common import median_time
+from common import add_output_argument, median_time, run_recorded
 
 from hf_icl.tasks import load_task
 from hf_icl.tasks.regbench import RegBenchConfig, generate_regbench
@@ -30,6 +30,7 @@ def _build(n_train: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
+    add_output_argument(parser)
     args = parser.parse_args()
     datasets.disable_progress_bars()
     big, small = 40000 + 1000, 2500 + 1000  # instances incl. validation + test
@@ -49,4 +50,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

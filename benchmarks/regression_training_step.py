@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from common import median_time, print_table
+from common import add_output_argument, median_time, print_table, run_recorded
 
 import hf_icl
 from hf_icl.tasks.function_classes import model_inputs, output_dim, sample
@@ -43,6 +43,7 @@ def main(argv=None) -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--architectures", nargs="*", default=hf_icl.list_architectures())
+    add_output_argument(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     batch = model_inputs(sample(args.task, args.batch, args.points, args.dims, seed=0))
@@ -59,4 +60,4 @@ def main(argv=None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

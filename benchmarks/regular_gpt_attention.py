@@ -14,7 +14,7 @@ import argparse
 import functools
 
 import torch
-from common import median_time, peak_memory_mib, print_table
+from common import add_output_argument, median_time, peak_memory_mib, print_table, run_recorded
 from transformers import AutoModelForCausalLM
 
 import hf_icl
@@ -62,6 +62,7 @@ def main():
     parser.add_argument("--lengths", type=int, nargs="+", default=[512, 2048, 8192])
     parser.add_argument("--preset", default="small")
     parser.add_argument("--repeats", type=int, default=3)
+    add_output_argument(parser)
     args = parser.parse_args()
     ours, reference = build(False, args.preset), build(True, args.preset)
     time_rows, memory_rows = [], []
@@ -86,4 +87,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

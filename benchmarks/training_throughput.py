@@ -18,7 +18,7 @@ import argparse
 import time
 
 import torch
-from common import print_table
+from common import add_output_argument, print_table, run_recorded
 from transformer_vs_gpt2 import gpt2_like
 from transformers import AutoModelForCausalLM
 
@@ -58,6 +58,7 @@ def main():
     parser.add_argument("--presets", nargs="+", default=["tiny", "small"])
     parser.add_argument("--batches", type=int, default=6)
     parser.add_argument("--rounds", type=int, default=3)
+    add_output_argument(parser)
     args = parser.parse_args()
     batches = regbench_batches(args.batches)
     padding = 1 - sum(int((b["labels"] != -100).sum()) for b in batches) / sum(b["labels"].numel() for b in batches)
@@ -80,4 +81,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 import torch
-from common import median_time, print_table
+from common import add_output_argument, median_time, print_table, run_recorded
 from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
 
 import hf_icl
@@ -61,6 +61,7 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--length", type=int, default=380)
     parser.add_argument("--repeats", type=int, default=7)
+    add_output_argument(parser)
     args = parser.parse_args()
     ours, reference = build_pair(args.preset, vocab=20)
     n_ours, n_ref = ours.num_parameters(), reference.num_parameters()
@@ -84,4 +85,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run_recorded(main)

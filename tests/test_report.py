@@ -165,7 +165,7 @@ def test_a_scaled_run_is_rated_scaled_with_its_scale(tmp_path):
     out = tmp_path / "report"
     build_report([tmp_path / "mqar"], out, "cmd")
     row = next(line for line in (out / "REPORT.md").read_text().splitlines() if "#p5-vector-mqar-solved" in line)
-    assert "✅ reproduced, scaled (3,000 of 300,000 steps; 8 of 32 key–value pairs)" in row
+    assert "✔ reproduced, scaled (3,000 of 300,000 steps; 8 of 32 key–value pairs)" in row
     # At the paper's setting (32 pairs, 300,000 steps) the same numbers are not scaled.
     write_run(tmp_path / "full" / "transformer", "vector_mqar", "transformer", {"error_mean": 0.02}, steps=300000,
               facts={"n_pairs": 32, "n_queries": 16})  # fmt: skip

@@ -40,7 +40,13 @@ def slug(text: str) -> str:
 
 def mark(assessment: Assessment) -> str:
     scaled = f", scaled ({scale_text(assessment.scaled)})" if assessment.scaled else ""
-    return f"{MARKS[assessment.verdict]} {assessment.verdict}{scaled}"
+    why = ""
+    if assessment.verdict == rules.INCONCLUSIVE:
+        for kind in (rules.DID_NOT_TRAIN, rules.NOT_SELECTED, "experiments disagree"):
+            if kind in assessment.reason:
+                why = f": {kind}"
+                break
+    return f"{MARKS[assessment.verdict]} {assessment.verdict}{why}{scaled}"
 
 
 def bar_figure(path: Path, rows: list[tuple[str, float, float]], log: bool, title: str) -> None:

@@ -1,0 +1,127 @@
+"""Render `docs/benchmarks.md` from the committed benchmark files `docs/results/benchmarks/*.json`.
+
+    python benchmarks/render_docs.py [--results docs/results/benchmarks] [--output docs/benchmarks.md]
+
+Every table on the page is a table a benchmark printed, copied cell for cell from its JSON file, under the command
+that produced it and the machine it ran on (CPU, cores, threads, torch, and the load average before and after, which
+says whether other jobs shared the machine). `bash benchmarks/run_all.sh` writes the files; `tests/test_docs.py`
+checks that the page equals its rendering.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# What each benchmark compares, and the target it was written against (no measured number here: those come from
+# the JSON files).
+ABOUT = {
+    "ngram_baseline": (
+        "In-context n-gram baseline: incremental counting vs. per-prefix refit of P1 Algorithm 1",
+        "ratio = speed-up of the incremental baseline over the authors' per-prefix refit.",
+    ),
+    "regbench_generation": (
+        "RegBench generation at N = 40,000",
+        "reference = the N = 2,500 time scaled linearly to 41,000 instances: a ratio near 1 means "
+        "generation stays linear in N.",
+    ),
+    "baum_welch": (
+        "In-context Baum–Welch: compiled and batched implementations vs. the per-prefix reference",
+        "outputs are compared first (max abs diff); target ≥ 20× faster than the reference.",
+    ),
+    "ngram_head": (
+        "N-gram head vs. the paper's Figure 7 implementation",
+        "target ≥ 20× faster at T = 2048 and memory linear in T.",
+    ),
+    "linear_attention_chunked": (
+        "Chunked vs. naive-recurrent training forward + backward, linear-attention family",
+        "ratio = naive / chunked; target ≥ 5× at T = 2048.",
+    ),
+    "gla_fast_forgetting": (
+        "GLA with fast-forgetting gates: sub-chunk tiling vs. whole-chunk explicit products",
+        "gate bias shifted to set the forgetting rate; ratio = before / tiled.",
+    ),
+    "mamba_training_step": (
+        "`mamba` training step vs. `icl_transformer` (and transformers' `MambaForCausalLM` without `--skip-hf`)",
+        "target ≤ 1.2× the Transformer's step.",
+    ),
+    "transformer_vs_gpt2": (
+        "`icl_transformer` vs. `transformers.GPT2LMHeadModel`, one training step at equal size",
+        "target ≤ 1.05.",
+    ),
+    "training_throughput": (
+        "Training tokens/s, `icl_transformer` vs. `GPT2LMHeadModel` on real RegBench batches",
+        "targets ≥ 1.3× in fp32 and ≥ 2.5× with bf16 at `small`.",
+    ),
+    "regular_gpt_attention": (
+        "RegularGPT forward: sparse sliding-dilated attention vs. a dense P2 eq. (1) mask",
+        "outputs checked equal first; target ≥ 5× faster at T = 8192.",
+    ),
+    "regression_training_step": (
+        "In-context regression training steps per second, each architecture against the Transformer",
+        "ratio = steps/s of the architecture ÷ the Transformer's.",
+    ),
+    "decode_per_token": (
+        "Per-token decoding time at two context lengths",
+        "target: 2048/128 ≤ 1.3 for every architecture with a recurrent form.",
+    ),
+}
+
+
+def machine_line(record: dict) -> str:
+    m, load = record["machine"], record["load_average_1min"]
+    shared = "idle" if record["idle"] else "shared with other jobs"
+    return (f"{m['cpu_model']}, {m['cpu_cores']} cores, {m['torch_threads']} torch thread(s), torch {m['torch']}, "
+            f"AMX {'yes' if m['amx'] else 'no'}; load average {load['start']} → {load['end']} ({shared}); "
+            f"started {record['started_utc']}, {record['seconds']:.0f} s.")  # fmt: skip
+
+
+def table(header: list[str], rows: list[list[str]]) -> str:
+    lines = [header, ["---"] * len(header), *rows]
+    return "\n".join("| " + " | ".join(row) + " |" for row in lines)
+
+
+def render(results: Path) -> str:
+    records = {p.stem: json.loads(p.read_text(encoding="utf-8")) for p in sorted(results.glob("*.json"))}
+    out = ["# Benchmarks",
+           "Each benchmark measures ours and a named reference side by side in one process (warm-up, then the median "
+           "of repeats) and writes its tables, its command and the machine facts to "
+           "`docs/results/benchmarks/<name>.json`; this page is rendered from those files by "
+           "`python benchmarks/render_docs.py`, and `bash benchmarks/run_all.sh` reruns them all, one at a time. "
+           "A load average near the core count means the numbers were taken while other jobs ran: their ratios hold "
+           "better than their absolute times."]  # fmt: skip
+    order = [name for name in ABOUT if name in records] + sorted(set(records) - set(ABOUT))
+    for name in order:
+        record = records[name]
+        title, about = ABOUT.get(name, (name, ""))
+        out.append(f"## {title}")
+        out.append(f"`{record['command']}`: {about}".strip())
+        out.append(machine_line(record))
+        for item in record["tables"]:
+            out.append(table(item["header"], item["rows"]))
+        notes = [line.strip() for line in record["output"].splitlines()
+                 if line.strip() and not line.startswith("|") and "examples/s]" not in line]  # fmt: skip
+        if notes:
+            out.append("Printed with the tables:\n\n" + "\n".join(f"- {note.lstrip('- ')}" for note in notes))
+    if not records:
+        out.append("No benchmark files are committed yet.")
+    return "\n\n".join(out) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--results", type=Path, default=ROOT / "docs" / "results" / "benchmarks")
+    parser.add_argument("--output", type=Path, default=ROOT / "docs" / "benchmarks.md")
+    args = parser.parse_args(argv)
+    text = render(args.results)
+    tmp = args.output.with_name(f".tmp-{args.output.name}")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(args.output)
+    print(f"wrote {args.output}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every benchmark once, one after another, single-threaded, with short repeat settings, and writes each one's
+# tables, command, machine facts and load average to docs/results/benchmarks/<name>.json (docs/benchmarks.md is
+# rendered from those files: `python benchmarks/render_docs.py`). On a shared machine the load average recorded in
+# each file says so; rerunning on an idle machine overwrites the files.
+#   bash benchmarks/run_all.sh [NAME ...]      # default: all
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUTPUT_DIR:-docs/results/benchmarks}
+export OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1
+declare -A ARGS=(
+  [ngram_baseline]="--instances 10 --repeats 3"
+  [regbench_generation]="--repeats 1"
+  [baum_welch]="--instances 10 --every 25"
+  [ngram_head]="--repeats 2 --reference-limit-gib 4"
+  [linear_attention_chunked]="--repeats 3 --rounds 2"
+  [gla_fast_forgetting]="--repeats 3 --rounds 2"
+  [mamba_training_step]="--skip-hf --repeats 3"
+  [transformer_vs_gpt2]="--repeats 3"
+  [training_throughput]="--presets tiny --batches 6 --rounds 2"
+  [regular_gpt_attention]="--preset tiny --repeats 1"
+  [regression_training_step]="--repeats 2"
+  [decode_per_token]="--steps 16 --warmup 2"
+)
+ORDER=(ngram_baseline regbench_generation baum_welch ngram_head linear_attention_chunked gla_fast_forgetting
+       mamba_training_step transformer_vs_gpt2 training_throughput regular_gpt_attention regression_training_step
+       decode_per_token)
+mkdir -p "$OUT"
+for name in "${@:-${ORDER[@]}}"; do
+  [[ -n "${ARGS[$name]+x}" ]] || { echo "unknown benchmark $name (one of: ${ORDER[*]})" >&2; exit 2; }
+  echo "== $name" >&2
+  # shellcheck disable=SC2086
+  python "benchmarks/$name.py" ${ARGS[$name]} --output "$OUT/$name.json"
+done
