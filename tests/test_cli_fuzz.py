@@ -272,7 +272,8 @@ def analysis_strategies() -> dict[str, st.SearchStrategy[str]]:
 
 
 def report_strategies() -> dict[str, st.SearchStrategy[str]]:
-    special = {"runs": st.just(str(MISSING)), "--output": st.just(str(A_FILE)), "--collect": st.just(str(A_FILE))}
+    special = {"runs": st.just(str(MISSING)), "--output": st.just(str(A_FILE)), "--collect": st.just(str(A_FILE)),
+               "--readme": st.sampled_from([str(MISSING), str(A_FILE), str(FOREIGN)])}
     return option_strategies(hf_icl.report.build_parser(), special, {})
 
 

@@ -293,3 +293,13 @@ def test_the_committed_report_and_the_readme_table_equal_their_regeneration(tmp_
     records = find_runs([results])
     table = headline_table(NUMBERS, [assess(f, NUMBERS, records) for f in NUMBERS.findings], "docs/results/")
     assert block == "\n" + table, "README.md's findings table is stale: rerun the report with --readme README.md"
+
+
+def test_a_readme_without_the_headline_block_is_refused_before_any_work(tmp_path, capsys):
+    regbench(tmp_path / "runs" / "zoo" / "mamba", "mamba", 0.84, 0.37)
+    readme = tmp_path / "README.md"
+    readme.write_text("# no block here\n")
+    with pytest.raises(SystemExit) as exit_info:
+        report_main([str(tmp_path / "runs"), "--output", str(tmp_path / "out"), "--readme", str(readme)])
+    assert exit_info.value.code == 2 and "has no <!-- headline findings: start -->" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() and readme.read_text() == "# no block here\n"

@@ -130,7 +130,7 @@ def test_two_by_two_grid_trains_skips_when_done_and_reports(tmp_path, capsys):
     assert capsys.readouterr().out.count("| finished before |") == 4
     counts = report_main([str(tmp_path / "sweep"), "--output", str(tmp_path / "report")])
     assert counts["runs"] == 4
-    assert "architecture=lstm,lr=0.003" in (tmp_path / "report" / "REPORT.md").read_text()
+    assert "architecture=lstm,lr=0.003" in (tmp_path / "report" / "runs.md").read_text()
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ import shutil
 from pathlib import Path
 
 from ..validation import CommandLineParser
-from .build import build_report
+from .build import HEADLINE_END, HEADLINE_START, build_report
 from .runs import find_runs
 
 
@@ -53,8 +53,12 @@ def main(argv: list[str] | None = None) -> dict:
     for flag, folder in (("--output", args.output), ("--collect", args.collect)):
         if folder is not None and folder.exists() and not folder.is_dir():
             parser.fail(f"argument {flag}: {str(folder)!r} is a file, not a folder")
-    if args.readme is not None and not args.readme.is_file():
-        parser.fail(f"argument --readme: {str(args.readme)!r} is not a file")
+    if args.readme is not None:
+        if not args.readme.is_file():
+            parser.fail(f"argument --readme: {str(args.readme)!r} is not a file")
+        text = args.readme.read_text(encoding="utf-8", errors="replace")
+        if HEADLINE_START not in text or HEADLINE_END not in text:
+            parser.fail(f"argument --readme: {str(args.readme)!r} has no {HEADLINE_START} ... {HEADLINE_END} block")
     missing = [path for path in args.runs if not Path(path).exists()]
     if missing:
         parser.fail(f"argument runs: {missing[0]}: no metrics.json here or below (it does not exist)")
