@@ -240,8 +240,10 @@ def assess(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) ->
             result.lines.append(Line(entry.label, paper_text(entry), ours, tolerance_text(entry), verdict, how,
                                      _pair(entry, shown)))  # fmt: skip
             verdicts.append(verdict)
-        for s in pick.superseded:
-            result.others.append((s.where, ours_text(lead, s), "a longer run of the same model counts instead"))
+        kept_values = {ours_text(lead, s) for s in chosen}
+        for s in pick.superseded:  # listed where it would have told another story
+            if ours_text(lead, s) not in kept_values:
+                result.others.append((s.where, ours_text(lead, s), "a longer run of the same model counts instead"))
         if pick.setting is None:
             if INCONCLUSIVE in verdicts:
                 for s in chosen:
