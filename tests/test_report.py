@@ -303,3 +303,17 @@ def test_a_readme_without_the_headline_block_is_refused_before_any_work(tmp_path
         report_main([str(tmp_path / "runs"), "--output", str(tmp_path / "out"), "--readme", str(readme)])
     assert exit_info.value.code == 2 and "has no <!-- headline findings: start -->" in capsys.readouterr().err
     assert not (tmp_path / "out").exists() and readme.read_text() == "# no block here\n"
+
+
+def test_a_report_built_from_more_runs_is_not_replaced_by_a_smaller_one(tmp_path, capsys):
+    for name in ("mamba", "lstm"):
+        regbench(tmp_path / "all" / "zoo" / name, name, 0.7, 0.5)
+    out = tmp_path / "out"
+    assert report_main([str(tmp_path / "all"), "--output", str(out)])["runs"] == 2
+    before = (out / "REPORT.md").read_text()
+    with pytest.raises(SystemExit) as exit_info:  # one run only, as when --collect is forgotten
+        report_main([str(tmp_path / "all" / "zoo" / "mamba"), "--output", str(out)])
+    assert exit_info.value.code == 2 and "was built from 2 runs and these arguments hold 1" in capsys.readouterr().err
+    assert (out / "REPORT.md").read_text() == before
+    counts = report_main([str(tmp_path / "all" / "zoo" / "mamba"), "--output", str(out), "--allow-fewer-runs"])
+    assert counts["runs"] == 1

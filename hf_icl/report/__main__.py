@@ -17,6 +17,7 @@ markers of FILE:
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -38,12 +39,22 @@ def collect(run_paths: list[str], destination: Path) -> int:
     return len(records)
 
 
+def runs_in_report(path: Path) -> int | None:
+    """How many runs an existing REPORT.md was built from (its "N runs in M experiments" line), if it says."""
+    if not path.is_file():
+        return None
+    found = re.search(r"^(\d+) runs in \d+ experiments", path.read_text(encoding="utf-8", errors="replace"), re.M)
+    return int(found.group(1)) if found else None
+
+
 def build_parser() -> CommandLineParser:
     parser = CommandLineParser(prog="python -m hf_icl.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="run folders, or folders holding run folders at any depth")
     parser.add_argument("--output", required=True, type=Path, help="folder for the report's pages and figures")
     parser.add_argument("--collect", type=Path, metavar="RUNS_DIR", help="copy the runs' metrics here first")
     parser.add_argument("--readme", type=Path, metavar="FILE", help="rewrite FILE's headline findings table")
+    parser.add_argument("--allow-fewer-runs", action="store_true",
+                        help="replace a report in --output that was built from more runs than this one")  # fmt: skip
     return parser
 
 
@@ -67,6 +78,11 @@ def main(argv: list[str] | None = None) -> dict:
         if args.collect:
             print(f"collected {collect(sources, args.collect)} runs into {args.collect}")
             sources = [str(args.collect)]
+        before = runs_in_report(args.output / "REPORT.md")
+        found = len(find_runs(sources))
+        if before is not None and found < before and not args.allow_fewer_runs:
+            parser.fail(f"argument --output: {args.output / 'REPORT.md'} was built from {before} runs and these "
+                        f"arguments hold {found}: add --collect, or pass --allow-fewer-runs to replace it")  # fmt: skip
         command = f"python -m hf_icl.report {' '.join(sources)} --output {args.output}"
         counts = build_report(sources, args.output, command, readme=args.readme)
     except (FileNotFoundError, ValueError) as err:
