@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 import hf_icl
-from hf_icl.models import ARCHITECTURES, non_embedding_parameters
+from hf_icl.architectures import ARCHITECTURES, non_embedding_parameters
 
 SIZES = ("tiny", "small", "base")
 

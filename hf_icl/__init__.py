@@ -1,12 +1,17 @@
 """hf_icl: a Hugging Face-native toolkit for in-context-learning research.
 
-`import hf_icl` registers every architecture with `AutoConfig`, `AutoModel`, `AutoModelForCausalLM` and
-`AutoModelForInContextRegression`.
+`import hf_icl` registers every mixer, architecture (with `AutoConfig`, `AutoModel`, `AutoModelForCausalLM` and
+`AutoModelForInContextRegression`) and task family, then loads the plug-ins of the `hf_icl.plugins` entry-point
+group of every installed distribution.
+
+Extending: `register_mixer` (a token mixer and the config fields it reads), `register_architecture` (a config class
+and its model shells), `register_family` (a family of tasks); `docs/architecture.md` has the recipes.
 """
 
-from .models import ARCHITECTURES, config_for, list_architectures
-from .models.auto import AutoModelForInContextRegression
-from .tasks import list_tasks, load_task
+from .architectures import ARCHITECTURES, config_for, list_architectures, register_architecture
+from .architectures.auto import AutoModelForInContextRegression
+from .mixers import register_mixer
+from .tasks import list_tasks, load_task, register_family
 
 __all__ = [
     "ARCHITECTURES",
@@ -15,5 +20,12 @@ __all__ = [
     "list_architectures",
     "list_tasks",
     "load_task",
+    "register_architecture",
+    "register_family",
+    "register_mixer",
 ]
 __version__ = "0.1.0"
+
+from .plugins import load_installed_plugins  # noqa: E402  (after the registries exist: plug-ins extend them)
+
+load_installed_plugins()

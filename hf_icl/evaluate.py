@@ -13,8 +13,8 @@ from pathlib import Path
 
 from transformers import AutoConfig, AutoTokenizer
 
+from .architectures.heads import load_model
 from .atomic_files import atomic_path, write_json_atomic
-from .models.heads import load_model
 from .tasks import EvalRequest, TaskRequest, check_task_request, family_of, list_tasks, task_option_fields
 from .validation import (
     OPTIONAL_POSITIVE_INT,

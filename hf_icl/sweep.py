@@ -52,6 +52,7 @@ from pathlib import Path
 
 import yaml
 
+from .plugins import add_import_argument, preload
 from .training.arguments import RunArguments, load_yaml_config, parse_args, parse_ngram_heads
 from .training.checkpoints import latest_checkpoint
 from .validation import POSITIVE_INT, CommandLineParser, check_field_values, check_limits, naming
@@ -293,10 +294,17 @@ def build_parser() -> CommandLineParser:
     parser.add_argument("--launcher", choices=LAUNCHERS, default="local", help="where the points run")
     parser.add_argument("--jobs", type=int, default=1, help="local launcher: points trained at the same time")
     parser.add_argument("--dry-run", action="store_true", help="print every point and its command, run nothing")
+    add_import_argument(parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run a sweep. Plug-ins given with `--import` are imported here (the spec's points may name their
+    architectures and tasks) and added to every point's `imports`, so each point's process imports them too."""
+    try:
+        preload(argv)
+    except ValueError as err:
+        build_parser().fail(err)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -308,6 +316,9 @@ def main(argv: list[str] | None = None) -> int:
             )
         with naming("spec"):
             spec = load_spec(args.spec)
+        if args.imports:  # a file or folder is passed on as an absolute path: points may run elsewhere
+            given = [str(Path(m).resolve()) if Path(m).exists() and not m.isidentifier() else m for m in args.imports]
+            spec.base["imports"] = list(dict.fromkeys([*spec.base.get("imports", []), *given]))
         if args.dry_run:
             points = expand(spec)
             check_points(points)

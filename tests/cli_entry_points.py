@@ -81,8 +81,8 @@ def fake_export_folder(folder: Path, script, config: str) -> Path:
 
 def tiny_checkpoint(folder: Path) -> Path:
     """A `save_pretrained` folder of an untrained tiny Transformer for RegBench (no training needed)."""
-    from hf_icl.models import config_for
-    from hf_icl.models.heads import build_model
+    from hf_icl.architectures import config_for
+    from hf_icl.architectures.heads import build_model
 
     model = build_model("causal_lm", config_for("transformer", "tiny", vocab_size=20))
     model.save_pretrained(folder)

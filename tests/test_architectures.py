@@ -11,7 +11,7 @@ from test_training import TINY_RUN, run_train
 from transformers import AutoModelForCausalLM
 
 import hf_icl
-from hf_icl.models import ARCHITECTURES, non_embedding_parameters
+from hf_icl.architectures import ARCHITECTURES, non_embedding_parameters
 
 SIZES = ("tiny", "small", "base")
 

@@ -41,7 +41,7 @@ import hf_icl.evaluate
 import hf_icl.report
 import hf_icl.sweep
 from hf_icl.analysis import slowfast
-from hf_icl.models import ARCHITECTURES
+from hf_icl.architectures import ARCHITECTURES
 from hf_icl.tasks import family_of, task_entry
 from hf_icl.training import main as train_main
 from hf_icl.training.arguments import RUN_LIMITS, RunArguments, build_parser, flag_of_field
@@ -266,7 +266,8 @@ def export_strategies(script) -> dict[str, st.SearchStrategy[str]]:
 def analysis_strategies() -> dict[str, st.SearchStrategy[str]]:
     """`python -m hf_icl.analysis slowfast`: its options, and the subcommand itself."""
     folders = st.sampled_from([str(MISSING), str(FOREIGN), str(GARBAGE_CHECKPOINT / "nothing"), str(A_FILE)])
-    special = {"command": not_in(analysis_main.COMMANDS), "--checkpoint": folders, "--baseline": folders,
+    analysis_main.discover()
+    special = {"command": not_in(analysis_main.ANALYSES), "--checkpoint": folders, "--baseline": folders,
                "--output": st.just(str(A_FILE))}
     return {"command": special["command"], **option_strategies(analysis_subparser(), special, slowfast.LIMITS)}
 

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from transformers import AutoConfig
 
 import hf_icl
-from hf_icl.models import ARCHITECTURES
+from hf_icl.architectures import ARCHITECTURES
 
 
 @pytest.mark.parametrize("arch", hf_icl.list_architectures())

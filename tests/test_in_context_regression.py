@@ -12,7 +12,7 @@ import pytest
 import torch
 
 import hf_icl
-from hf_icl.models.auto import AutoModelForInContextRegression
+from hf_icl.architectures.auto import AutoModelForInContextRegression
 from hf_icl.training import main
 
 ARCHS = hf_icl.list_architectures()

@@ -147,7 +147,8 @@ def lnw_main(argv: list[str]) -> dict:
 
 
 def test_command_is_registered():
-    assert analysis_main.COMMANDS["lnw"] == "hf_icl.analysis.lnw"
+    analysis_main.discover()
+    assert analysis_main.ANALYSES["lnw"] is lnw_command
 
 
 @pytest.mark.parametrize(

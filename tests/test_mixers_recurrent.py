@@ -11,7 +11,7 @@ from transformers import AutoModelForCausalLM
 from transformers.models.rwkv.modeling_rwkv import rwkv_linear_attention_cpu
 
 import hf_icl
-from hf_icl.mixers import MIXERS
+from hf_icl.mixers import MIXERS, list_mixers, mixer_spec
 from hf_icl.mixers.lstm import LSTMMixer
 from hf_icl.mixers.rwkv import RWKVTimeMix, wkv_chunked, wkv_step
 from hf_icl.modeling.cache import ICLCache
@@ -219,29 +219,28 @@ def test_lstm_cached_steps_equal_full_forward():
     assert mixer.state_size() == 2 * 6 * 4
 
 
-# Each recurrent mixer inside the architecture that uses it, so the state has that architecture's shapes.
-RECURRENT_MIXER_ARCHS = {
-    "linear_attention": "linear_transformer",
-    "retention": "retnet",
-    "gla": "gla",
-    "rwkv": "rwkv",
-    "lstm": "lstm",
-    "s4": "s4",
-    "h3": "h3",
-    "mamba": "mamba",
-    "s4_mamba": "s4_mamba",
-}
+def architecture_using(mixer: str) -> str:
+    """A registered architecture whose default layers are all `mixer` (so the state has that architecture's shapes),
+    else the Transformer with every layer set to `mixer` (per-layer mixers are configuration)."""
+    for name in hf_icl.list_architectures():
+        if set(hf_icl.ARCHITECTURES[name].config_class().mixer_types) == {mixer}:
+            return name
+    return "transformer"
 
 
-def test_every_recurrent_mixer_is_covered():
-    assert set(RECURRENT_MIXER_ARCHS) == {name for name, cls in MIXERS.items() if cls.recurrent}
+RECURRENT_MIXERS = sorted(name for name in list_mixers() if mixer_spec(name).recurrent)
 
 
-@pytest.mark.parametrize("mixer", sorted(RECURRENT_MIXER_ARCHS))
+def recurrent_mixer_config(mixer: str):
+    arch = architecture_using(mixer)
+    return hf_icl.config_for(arch, "tiny", vocab_size=20, **({} if arch != "transformer" else {"mixer": mixer}))
+
+
+@pytest.mark.parametrize("mixer", RECURRENT_MIXERS)
 def test_state_size_is_the_state_decoding_keeps(mixer):
     """`state_size()` equals the bytes per sequence of the layer's cached state, after prefill and every step."""
     torch.manual_seed(0)
-    config = hf_icl.config_for(RECURRENT_MIXER_ARCHS[mixer], "tiny", vocab_size=20)
+    config = recurrent_mixer_config(mixer)
     model = AutoModelForCausalLM.from_config(config).eval()  # float32, as `state_size()` counts
     layers = model.model.layers
     assert {type(layer.mixer) for layer in layers} == {MIXERS[mixer]}

@@ -11,18 +11,18 @@ import torch
 from transformers import AutoConfig, AutoModelForCausalLM
 
 import hf_icl
+from hf_icl.architectures.regular_gpt import ICLRegularGPTConfig
+from hf_icl.architectures.regular_gpt.modeling_regular_gpt import regular_depth
 from hf_icl.mixers import attention as attention_module
+from hf_icl.mixers import list_mixers, mixer_spec
 from hf_icl.mixers.attention import CausalSelfAttention
-from hf_icl.mixers.dilated_attention import SlidingDilatedAttention
 from hf_icl.modeling.layers import MLP, DecoderBlock
 from hf_icl.modeling.regression import ICLForRegression
-from hf_icl.models.regular_gpt import ICLRegularGPTConfig
-from hf_icl.models.regular_gpt.modeling_regular_gpt import regular_depth
 
 ARCHS = hf_icl.list_architectures()
-ATTENTION_MIXERS = (CausalSelfAttention, SlidingDilatedAttention)
+ATTENTION_MIXERS = tuple(mixer_spec(name).mixer_class for name in list_mixers() if mixer_spec(name).attention_maps)
 ATTENTION_ARCHS = [
-    arch for arch in ARCHS if {"attention", "dilated_attention"} & set(hf_icl.config_for(arch, "tiny").mixer_types)
+    arch for arch in ARCHS if any(mixer_spec(m).attention_maps for m in hf_icl.config_for(arch, "tiny").mixer_types)
 ]
 SCHEMES = {
     f"transformer-{scheme}": {"position_embedding": scheme} for scheme in ("learned", "rope", "alibi", "nope")

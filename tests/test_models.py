@@ -53,7 +53,9 @@ def step_by_step_logits(model, input_ids, attention_mask, prefill):
     return torch.cat(logits, dim=1)
 
 
-ADAPTIVE_DEPTH = {"regular_gpt"}  # depth grows with the input length, so earlier positions' logits change
+def adaptive_depth(model) -> bool:
+    """The backbone's depth grows with the input length (RegularGPT), so earlier positions' logits change."""
+    return hasattr(model.model, "depth_for") and not getattr(model.config, "fixed_depth", None)
 
 
 def prefix_logits(model, input_ids, attention_mask):
@@ -78,14 +80,14 @@ def test_cached_decode_equals_full_forward(arch, prefill):
         stepped = step_by_step_logits(model, input_ids, attention_mask, prefill)
     reference = prefix_logits(model, input_ids, attention_mask)
     real = attention_mask.bool()
-    if arch in ADAPTIVE_DEPTH:  # a forward's earlier positions use the depth of its full length
+    if adaptive_depth(model):  # a forward's earlier positions use the depth of its full length
         real[:, : prefill - 1] = False
     torch.testing.assert_close(stepped[real], reference[real], atol=1e-4, rtol=0)
-    if arch not in ADAPTIVE_DEPTH:  # one causal forward gives every prefix's logits at once
+    if not adaptive_depth(model):  # one causal forward gives every prefix's logits at once
         torch.testing.assert_close(full[real], reference[real], atol=1e-4, rtol=0)
     # A left-padded row gives the same logits as the same row unpadded (adaptive depth reads the padded
     # length, as in P2, so for those architectures padding that adds depth legitimately changes the output).
-    if arch not in ADAPTIVE_DEPTH:
+    if not adaptive_depth(model):
         with torch.no_grad():
             alone = model(input_ids[:1, 3:]).logits
         torch.testing.assert_close(full[0, 3:], alone[0], atol=1e-4, rtol=0)

@@ -5,8 +5,8 @@ import torch
 from transformers import AutoModelForCausalLM
 
 import hf_icl
+from hf_icl.architectures.regular_gpt.modeling_regular_gpt import regular_depth
 from hf_icl.mixers.dilated_attention import SlidingDilatedAttention, dilated_key_indices
-from hf_icl.models.regular_gpt.modeling_regular_gpt import regular_depth
 
 
 def equation_one_mask(length, chunk_size, depth, offset_bias):

@@ -12,6 +12,7 @@ import torch
 from transformers import AutoModelForCausalLM
 
 import hf_icl
+from hf_icl.architectures.transformer import ICLTransformerForCausalLM
 from hf_icl.modeling.slow_features import (
     gp_kl,
     gp_prior_covariance,
@@ -23,7 +24,6 @@ from hf_icl.modeling.slow_features import (
     smooth,
     truncated_batch,
 )
-from hf_icl.models.transformer import ICLTransformerForCausalLM
 
 INPUT_IDS = torch.tensor([[3, 5, 7, 19, 2, 4, 9, 1, 6, 8, 11], [1, 2, 3, 4, 19, 5, 6, 7, 8, 10, 12]])
 

@@ -1,5 +1,5 @@
 """Analyses of trained checkpoints, run as `python -m hf_icl.analysis <command> ...`; each writes PNG + JSON.
 
-Commands are registered in `__main__.COMMANDS` (one line each): a module with `DESCRIPTION`,
-`add_arguments(parser)` and `run(args) -> dict`.
+An analysis is one module of this folder declaring `COMMAND`, `DESCRIPTION`, `add_arguments(parser)` and
+`run(args) -> dict`; `__main__` finds it on its own (plug-ins: `__main__.register_analysis`).
 """

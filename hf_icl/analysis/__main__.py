@@ -1,29 +1,56 @@
-"""`python -m hf_icl.analysis <command> [...]`: one subcommand per analysis module (see `COMMANDS`)."""
+"""`python -m hf_icl.analysis <command> [...]`: one subcommand per analysis module.
+
+An analysis is one module that declares `COMMAND` (its subcommand name), `DESCRIPTION`, `add_arguments(parser)`,
+`run(args)` and optionally `check_arguments(args)` (raises `ValueError` naming the argument, before any work). Every
+such module in this folder is found on its own; a plug-in adds one with `register_analysis(module)` (or just by
+being imported with `--import`, if it calls `register_analysis`).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import pkgutil
+from types import ModuleType
 
+from .. import analysis
+from ..plugins import add_import_argument, preload
 from ..validation import CommandLineParser
 
-COMMANDS: dict[str, str] = {
-    "slowfast": "hf_icl.analysis.slowfast",  # P3: ⟨y⟩ → (a, b) fit, n_i·n_j blocks, y-model vs folded vs baseline
-    "probe": "hf_icl.analysis.probes",  # P1 §5.2: n-gram count/frequency/existence and state-equivalence probes
-    "attention": "hf_icl.analysis.attention",  # P1 §5.1: attention maps with automaton states, n-gram-head mass
-    "pairwise-tvd": "hf_icl.analysis.pairwise_tvd",  # P1 §5.3 Fig. 5: TVD between every pair of predictors
-    "lnw": "hf_icl.analysis.lnw",  # P1 App. D: train LNW / LNW_r / LNW_b on RegBench, accuracy and TVD on test
-    "regbench-baselines": "hf_icl.analysis.regbench_baselines",  # P1 Fig. 2: n-grams, Baum–Welch, LNW, a model
-}
-"""Command name -> module with `DESCRIPTION`, `add_arguments(parser)`, `run(args)` and optionally
-`check_arguments(args)` (raises `ValueError` naming the argument, before any work); add an analysis here."""
+ANALYSES: dict[str, ModuleType] = {}
+"""Subcommand -> analysis module."""
+
+
+def register_analysis(module: ModuleType) -> ModuleType:
+    """Make `module` a subcommand of `python -m hf_icl.analysis` under its `COMMAND`.
+
+    Raises:
+        ValueError: the module lacks part of the interface, or its command is taken by another module.
+    """
+    missing = [name for name in ("COMMAND", "DESCRIPTION", "add_arguments", "run") if not hasattr(module, name)]
+    if missing:
+        raise ValueError(f"analysis module {module.__name__} lacks {', '.join(missing)}")
+    if ANALYSES.get(module.COMMAND, module) is not module:
+        raise ValueError(f"analysis command {module.COMMAND!r} is already taken by {ANALYSES[module.COMMAND].__name__}")
+    ANALYSES[module.COMMAND] = module
+    return module
+
+
+def discover() -> None:
+    """Register every module of this folder that declares a `COMMAND`."""
+    for info in pkgutil.iter_modules(analysis.__path__):
+        if not info.name.startswith("_"):
+            module = importlib.import_module(f"{analysis.__name__}.{info.name}")
+            if hasattr(module, "COMMAND"):
+                register_analysis(module)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = CommandLineParser(prog="python -m hf_icl.analysis", description=__doc__)
+    discover()
+    parser = CommandLineParser(prog="python -m hf_icl.analysis", description=__doc__.splitlines()[0])
+    add_import_argument(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, module_name in COMMANDS.items():
-        module = importlib.import_module(module_name)
+    for name, module in sorted(ANALYSES.items()):
         sub = commands.add_parser(name, help=module.DESCRIPTION.splitlines()[0], description=module.DESCRIPTION)
         module.add_arguments(sub)
         sub.set_defaults(run=module.run, check=getattr(module, "check_arguments", None))
@@ -31,7 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    """Entry point: parse, check every argument (status 2 and one line on a bad one), run the analysis."""
+    """Entry point: import plug-ins, parse, check every argument (status 2 and one line on a bad one), run."""
+    try:
+        preload(argv)
+    except ValueError as err:
+        CommandLineParser(prog="python -m hf_icl.analysis").fail(err)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.check is not None:

@@ -22,6 +22,7 @@ from ..evaluation.regbench_eval import evaluate_regbench
 from ..tasks import task_builder, task_config
 from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, naming
 
+COMMAND = "lnw"  # python -m hf_icl.analysis lnw
 DESCRIPTION = """P1 App. D learned n-gram reweighting (LNW, LNW_r, LNW_b): train on RegBench, score on its test split.
 
 Writes DIR/<variant>/ (config.json + model.safetensors), DIR/metrics.json and DIR/lnw_loss_curves.png."""

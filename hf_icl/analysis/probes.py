@@ -43,6 +43,7 @@ from ..tasks.regbench import SEP_ID, VOCAB_SIZE, automaton_states
 from ..validation import POSITIVE_INT, SEED, Limit, check_limits
 from . import regbench_common as common
 
+COMMAND = "probe"  # python -m hf_icl.analysis probe
 DESCRIPTION = """P1 §5.2 probes: n-gram count / frequency / existence (n = 1…3) and automaton-state equivalence.
 
 Per layer MLP probes on the hidden states of the training split, scored on the test split; the best layer is

@@ -23,6 +23,7 @@ from ..evaluation.regbench_eval import evaluate_regbench
 from ..tasks import TaskRequest, check_task_request, task_builder
 from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, naming
 
+COMMAND = "regbench-baselines"  # python -m hf_icl.analysis regbench-baselines
 DESCRIPTION = """RegBench test split: a model (optional), the n-gram baselines, Baum–Welch and LNWs, accuracy and TVD.
 
 Writes metrics.json and regbench_baselines.png."""

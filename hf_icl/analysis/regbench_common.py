@@ -55,7 +55,7 @@ def load_checkpoint(folder: Path):
 
 def architecture_name(config) -> str:
     """The public architecture name of a loaded config (its registry entry's name), else its `model_type`."""
-    from ..models import ARCHITECTURES
+    from ..architectures import ARCHITECTURES
 
     for name, entry in ARCHITECTURES.items():
         if entry.config_class.model_type == config.model_type:

@@ -32,6 +32,7 @@ from ..tasks import task_builder
 from ..tasks.icl_arithmetic import ICLArithmeticConfig
 from ..validation import POSITIVE_INT, SEED, Limit, check_limits
 
+COMMAND = "slowfast"  # python -m hf_icl.analysis slowfast
 DESCRIPTION = """P3 slow/fast analyses on ICL arithmetic: (a, b) from ⟨y⟩ with R², n_i·n_j blocks, specialised accuracy.
 
 Writes slowfast_analysis.json, slow_feature_fit.png, slow_feature_blocks.png and specialization_accuracy.png."""

@@ -6,10 +6,11 @@ P5 counts multiplications per block for batch size 1 and sequence length L (Tabl
     MLP, width 4D    8LD²          (generally 2·L·D·D_ff)
     Mamba block      2LED² (input projection) + 7LEDN + 2RLED (SSM) + LED² (output projection)
 
-with E = `expand`, N = `ssm_state_size`, R = `dt_rank` read from the config (P5 assumes E = R = 2). A
+with E = `expand`, N = `ssm_state_size`, R = `dt_rank` read from the config (P5 assumes E = R = 2). Each mixer states
+its own rule (`multiplications(length)` in its file: attention and sliding-dilated attention, Mamba and S4-Mamba). A
 multiply-accumulate is 2 FLOPs, so the forward pass costs 2 × multiplications (P5's training FLOPs are 6 ×). Mixers
-P5 does not count (linear attention, RetNet, GLA, RWKV, LSTM, S4, H3, Hyena, dilated attention) are counted the same
-way from their weight matrices: every matrix entry is one multiplication per token. Read-in and read-out are
+without a rule (linear attention, RetNet, GLA, RWKV, LSTM, S4, H3, Hyena) are counted from their weight matrices:
+every matrix entry is one multiplication per token. Read-in and read-out are
 included (2LD(d_x + d_y)); norms, activations and convolutions are linear terms and left out, as P5 does.
 """
 
@@ -31,23 +32,17 @@ def _matrix_multiplications(module: nn.Module) -> int:
 
 
 def block_multiplications(config, block: nn.Module, length: int) -> int:
-    """Multiplications of one block (mixer plus FFN) on a sequence of `length` positions (P5 Tables 7, 8)."""
-    from ..mixers import MIXERS
+    """Multiplications of one block (mixer plus FFN) on a sequence of `length` positions (P5 Tables 7, 8).
 
-    d, seq = config.hidden_size, length
+    A mixer with its own rule (`mixer.multiplications(length)`: attention, Mamba, declared in the mixer's file) uses
+    it; every other mixer is counted by the weight-matrix rule.
+    """
     mixer = getattr(block, "mixer", block)
-    mixer_name = next((name for name, cls in MIXERS.items() if type(mixer) is cls), None)
-    if mixer_name in ("attention", "dilated_attention"):
-        keys = seq if mixer_name == "attention" else config.dilated_attention_chunk_size
-        count = 4 * seq * d * d + 2 * seq * keys * d
-    elif mixer_name in ("mamba", "s4_mamba"):
-        e, n, r = config.expand, config.ssm_state_size, config.dt_rank
-        count = 3 * seq * e * d * d + 7 * seq * e * d * n + 2 * r * seq * e * d
-    else:
-        count = seq * _matrix_multiplications(mixer)
+    rule = getattr(mixer, "multiplications", None)
+    count = rule(length) if callable(rule) else length * _matrix_multiplications(mixer)
     ffn = getattr(block, "ffn", None)
     if ffn is not None:
-        count += seq * _matrix_multiplications(ffn)  # 8LD² for the width-4 MLP of P5 Table 7
+        count += length * _matrix_multiplications(ffn)  # 8LD² for the width-4 MLP of P5 Table 7
     return count
 
 

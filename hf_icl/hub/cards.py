@@ -30,7 +30,7 @@ print(model(xs=xs, ys=ys).predictions.shape)  # (B, N)
 # a ready continuous sequence instead of (x, y) pairs: model(inputs=torch.randn(1, 10, model.config.input_dim))
 ```""",
 }
-"""Usage snippet per model head (see `hf_icl.models.heads`)."""
+"""Usage snippet per model head (see `hf_icl.architectures.heads`)."""
 
 
 def metric_names(metrics: dict) -> list[str]:

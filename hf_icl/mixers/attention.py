@@ -20,6 +20,7 @@ from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
 from .ops.heads import FusedQKVMixer
 from .positions import MASKED_SCHEMES, relative_position_mask, rope_rotate
+from .registry import ConfigField, non_negative_int, register_mixer
 
 
 def eager_attention_forward(module, query, key, value, attention_mask, scaling=None, dropout=0.0, **kwargs):
@@ -53,16 +54,40 @@ def causal_padding_mask(attention_mask: torch.Tensor | None, query_len: int, key
     return mask
 
 
+NUM_MASKED_HEADS = ConfigField(
+    "num_masked_heads", 0, "Hard-ALiBi M: head h < M sees keys at distance 0..h, the rest are NoPE (P4 §2.2)",
+    check=non_negative_int,
+)  # fmt: skip
+
+
+@register_mixer("attention", config_fields=(NUM_MASKED_HEADS,))
 class CausalSelfAttention(FusedQKVMixer):
     """Multi-head causal self-attention with a fused QKV projection (GPT-2 layout).
 
     Args:
-        config: an `ICLConfig` (uses hidden_size, num_attention_heads, use_bias, attention_dropout, dropout).
+        config: an `ICLConfig` (uses hidden_size, num_attention_heads, use_bias, attention_dropout, dropout,
+            position_embedding, rope_theta and this mixer's `num_masked_heads`).
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
     recurrent = False  # the cache keeps every key and value: O(T) per decoded token
     returns_attention_maps = True  # softmax attention: rows of A are distributions over keys
+
+    @staticmethod
+    def check_config(config) -> None:
+        """Hard-ALiBi needs masked heads, and at most one per head."""
+        if not 0 <= config.num_masked_heads <= config.num_attention_heads:
+            raise ValueError(
+                f"num_masked_heads={config.num_masked_heads} is not allowed: expected an integer in "
+                f"[0, {config.num_attention_heads}] (0..num_attention_heads)"
+            )
+        if config.position_embedding == "hard_alibi" and config.num_masked_heads == 0:
+            raise ValueError("position_embedding='hard_alibi' needs num_masked_heads >= 1 (heads with a hard window)")
+
+    def multiplications(self, length: int) -> int:
+        """P5 Table 7: 3LD² (QKV) + 2L²D (QKᵀ, AV) + LD² (output projection)."""
+        width = self.num_heads * self.head_dim
+        return 4 * length * width * width + 2 * length * length * width
 
     def __init__(self, config, layer_idx: int):
         super().__init__(config, layer_idx)

@@ -19,6 +19,7 @@ from torch import nn
 from transformers import initialization as init
 
 from .ops.heads import FusedQKVMixer
+from .registry import ConfigField, int_at_least, register_mixer
 
 
 def dilated_key_indices(query_len: int, key_len: int, chunk_size: int, dilation: int, device):
@@ -38,6 +39,13 @@ def dense_attention_map(probs: torch.Tensor, index: torch.Tensor, key_len: int) 
     return dense.scatter_add_(-1, index.expand(*probs.shape), probs)
 
 
+CHUNK_SIZE = ConfigField(
+    "dilated_attention_chunk_size", 2, "C of sliding-dilated attention (RegularGPT): C keys per query, dilation C^l",
+    check=int_at_least(2), former_names=("chunk_size",),
+)  # fmt: skip
+
+
+@register_mixer("dilated_attention", config_fields=(CHUNK_SIZE,))
 class SlidingDilatedAttention(FusedQKVMixer):
     """Multi-head sliding-dilated attention with per-head offset biases r (P2 eq. (1)).
 
@@ -56,6 +64,11 @@ class SlidingDilatedAttention(FusedQKVMixer):
 
     def state_size(self) -> int | None:
         return None  # keys and values grow with the sequence, as in attention
+
+    def multiplications(self, length: int) -> int:
+        """As attention (P5 Table 7) with C keys per query instead of L."""
+        width = self.num_heads * self.head_dim
+        return 4 * length * width * width + 2 * length * self.chunk_size * width
 
     def reset_mixer_parameters(self) -> None:
         init.zeros_(self.offset_bias)  # transformers' initialiser: leaves loaded weights alone

@@ -19,10 +19,14 @@ import torch.nn.functional as F
 from torch import nn
 
 from .ops.linear_recurrence import GatedLinearRecurrenceMixer
+from .registry import ConfigField, positive_int, register_mixer
+from .shared_fields import SCAN_CHUNK_SIZE
 
 GATE_TEMPERATURE = 16.0  # τ in α = σ(·)^{1/τ}
+GATE_LOW_RANK = ConfigField("gate_low_rank", 16, "rank of GLA's data-dependent decay projection", check=positive_int)
 
 
+@register_mixer("gla", config_fields=(GATE_LOW_RANK, SCAN_CHUNK_SIZE))
 class GatedLinearAttention(GatedLinearRecurrenceMixer):
     """GLA token mixer: data-dependent per-key-dimension decay α, swish output gate, per-head norm.
 

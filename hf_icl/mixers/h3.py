@@ -25,8 +25,11 @@ from .ops.diagonal_ssm import DiagonalSSM
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
 from .ops.short_conv import CausalDepthwiseConv
+from .registry import register_mixer
+from .shared_fields import CONV_KERNEL, SSM_STATE_SIZE
 
 
+@register_mixer("h3", config_fields=(SSM_STATE_SIZE, CONV_KERNEL))
 class H3Mixer(nn.Module):
     """Multi-head H3: shift-SSM on the keys, diagonal SSM over the per-head key–value outer products.
 

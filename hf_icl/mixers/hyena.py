@@ -26,6 +26,7 @@ from .ops.fft_conv import causal_fft_conv
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
 from .ops.short_conv import CausalDepthwiseConv
+from .registry import ConfigField, positive_int, register_mixer
 
 
 class HyenaFilter(nn.Module):
@@ -91,6 +92,13 @@ class HyenaFilter(nn.Module):
         return cached[:length]
 
 
+HYENA_FIELDS = (
+    ConfigField("hyena_order", 2, "order of the Hyena recurrence (number of long convolutions)", check=positive_int),
+    ConfigField("hyena_filter_size", 64, "width of Hyena's implicit-filter MLP", check=positive_int),
+)
+
+
+@register_mixer("hyena", config_fields=HYENA_FIELDS)
 class HyenaMixer(nn.Module):
     """Order-N Hyena operator: (N+1)·d projections, short convolutions, N gated implicit long convolutions.
 

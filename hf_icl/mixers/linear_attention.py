@@ -18,8 +18,11 @@ import torch.nn.functional as F
 from .ops.heads import FusedQKVMixer
 from .ops.linear_recurrence import linear_recurrence
 from .ops.padding import token_mask
+from .registry import register_mixer
+from .shared_fields import SCAN_CHUNK_SIZE
 
 
+@register_mixer("linear_attention", config_fields=(SCAN_CHUNK_SIZE,))
 class LinearAttention(FusedQKVMixer):
     """Multi-head causal linear attention with a fused QKV projection and no decay.
 

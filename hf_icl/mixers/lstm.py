@@ -24,8 +24,10 @@ from torch import nn
 from transformers import initialization as init
 
 from .ops.padding import token_mask
+from .registry import register_mixer
 
 
+@register_mixer("lstm")
 class LSTMMixer(nn.LSTM):
     """A single-layer `nn.LSTM` of width d that is also a token mixer, with (h, c) kept in the cache.
 

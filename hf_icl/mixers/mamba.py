@@ -38,6 +38,8 @@ from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
 from .ops.selective_scan import selective_scan, selective_state_update
 from .ops.short_conv import CausalDepthwiseConv
+from .registry import ConfigField, positive_int, register_mixer
+from .shared_fields import CONV_KERNEL, SCAN_CHUNK_SIZE, SSM_STATE_SIZE
 
 
 class SelectiveSSM(nn.Module):
@@ -90,6 +92,17 @@ class SelectiveSSM(nn.Module):
         return y + x * self.D  # (B, T, d_inner)
 
 
+MAMBA_FIELDS = (
+    SSM_STATE_SIZE,
+    CONV_KERNEL,
+    ConfigField("expand", 2, "inner width multiplier of the GAU block (d_inner = expand · d)", check=positive_int),
+    ConfigField("dt_rank", None, "rank of Δ's projection; None: ⌈d / 16⌉", type=int, check=positive_int,
+                derive=lambda config: math.ceil(config.hidden_size / 16)),
+    SCAN_CHUNK_SIZE,
+)  # fmt: skip
+
+
+@register_mixer("mamba", config_fields=MAMBA_FIELDS)
 class MambaMixer(nn.Module):
     """Mamba-1 mixer: in_proj → causal conv → SiLU → S6 → ⊙ SiLU(z) → out_proj (no biases, as in the reference).
 
@@ -105,6 +118,7 @@ class MambaMixer(nn.Module):
         super().__init__()
         self.layer_idx = layer_idx
         inner = config.expand * config.hidden_size
+        self.flop_dims = (config.hidden_size, config.expand, config.ssm_state_size, config.dt_rank)  # D, E, N, R
         self.in_proj = nn.Linear(config.hidden_size, 2 * inner, bias=False)
         self.conv = CausalDepthwiseConv(inner, config.conv_kernel)
         self.ssm = self.build_ssm(config, inner)
@@ -126,6 +140,11 @@ class MambaMixer(nn.Module):
     def state_size(self) -> int:
         return self.conv.state_bytes() + self.ssm.state_bytes()
 
+    def multiplications(self, length: int) -> int:
+        """P5 Table 8: 2LED² (input projection) + 7LEDN + 2RLED (SSM) + LED² (output projection)."""
+        d, e, n, r = self.flop_dims
+        return 3 * length * e * d * d + 7 * length * e * d * n + 2 * r * length * e * d
+
     def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
         mask = token_mask(attention_mask, hidden_states.shape[1])  # (B, T) or None
         state = cache.layer_state(self.layer_idx) if cache is not None else None
@@ -136,6 +155,7 @@ class MambaMixer(nn.Module):
         return self.out_proj(y * F.silu(z))  # (B, T, d)
 
 
+@register_mixer("s4_mamba", config_fields=MAMBA_FIELDS)
 class S4MambaMixer(MambaMixer):
     """S4-Mamba (paper 5 §3.1): the Mamba mixer with S6 replaced by input-independent S4D (`DiagonalSSM`).
 

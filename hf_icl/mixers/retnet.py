@@ -20,6 +20,8 @@ import torch
 
 from .ops.linear_recurrence import GatedLinearRecurrenceMixer
 from .positions import rope_rotate
+from .registry import register_mixer
+from .shared_fields import SCAN_CHUNK_SIZE
 
 
 def retention_log_decay(num_heads: int, device=None) -> torch.Tensor:
@@ -28,6 +30,7 @@ def retention_log_decay(num_heads: int, device=None) -> torch.Tensor:
     return torch.log1p(-(2.0 ** (-5.0 - heads))).view(1, num_heads, 1, 1)
 
 
+@register_mixer("retention", config_fields=(SCAN_CHUNK_SIZE,))
 class MultiScaleRetention(GatedLinearRecurrenceMixer):
     """RetNet's multi-scale retention with RoPE, fixed per-head decay, GroupNorm and a swish output gate.
 

@@ -34,6 +34,8 @@ from transformers import initialization as init
 
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
+from .registry import register_mixer
+from .shared_fields import SCAN_CHUNK_SIZE
 
 NEG = -1e38  # "log 0" of an empty state (finite, so NEG − NEG = 0 instead of NaN), as the official kernels use
 
@@ -130,6 +132,7 @@ def wkv_step(w, u, k, v, state, real=None):
     return z, following
 
 
+@register_mixer("rwkv", config_fields=(SCAN_CHUNK_SIZE,))
 class RWKVTimeMix(nn.Module):
     """RWKV-4 time mixing: token shift, WKV with per-channel decay and bonus, sigmoid receptance gate.
 

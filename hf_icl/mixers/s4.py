@@ -17,8 +17,11 @@ from torch import nn
 from .ops.diagonal_ssm import DiagonalSSM
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
+from .registry import register_mixer
+from .shared_fields import SSM_STATE_SIZE
 
 
+@register_mixer("s4", config_fields=(SSM_STATE_SIZE,))
 class S4DMixer(nn.Module):
     """S4D layer: per-channel diagonal SSM → GELU → output projection.
 

@@ -1,17 +1,18 @@
 """`ICLConfig`: the configuration every hf_icl architecture shares (paper 1, Appendix A.2).
 
 An architecture subclasses it to set `model_type`, its defaults and its `PRESETS`; per-layer mixer choice is data
-(`mixer_types`), so hybrids are configurations rather than new code paths.
+(`mixer_types`), so hybrids are configurations rather than new code paths. The config keeps only the fields every
+architecture shares; each mixer declares the fields it reads in its own file (`hf_icl.mixers.registry.ConfigField`),
+and a config gets, as flat attributes, those of the mixers its layers use. `config.json` stays one flat file.
 """
 
 from __future__ import annotations
 
-import math
 from typing import ClassVar
 
 from transformers import PreTrainedConfig
 
-from ..mixers import MIXERS
+from ..mixers.registry import all_fields, fields_of, list_mixers, mixer_spec
 from .ngram_blocks import check_ngram_heads
 from .remote_code import save_pretrained_with_code
 
@@ -93,22 +94,11 @@ class ICLConfig(PreTrainedConfig):
         max_position_embeddings (`int`): longest input the learned positions cover.
         position_embedding (`str`): one of `POSITION_EMBEDDINGS` (learned is absolute; the others extrapolate).
         rope_theta (`float`): RoPE base.
-        num_masked_heads (`int`): Hard-ALiBi M: head h < M sees keys at distance 0..h, the rest are NoPE.
-        dilated_attention_chunk_size (`int`): C of sliding-dilated attention (RegularGPT): C keys per query,
-            dilation C^l. Configs saved with the former name `chunk_size` still load (the value moves here).
         mixer (`str`): token mixer used by every layer unless `mixer_types` is given.
         mixer_types (`list[str]`, *optional*): per-layer token mixers (length `num_hidden_layers`).
         ffn (`str`): feed-forward net after each mixer: `mlp`, `glu` or `none`.
         ffn_types (`list[str]`, *optional*): per-layer feed-forward nets (length `num_hidden_layers`); hybrids such
             as "TF with initial Mamba" use `none` after the Mamba layer and `mlp` elsewhere.
-        ssm_state_size (`int`): state size N of the state-space mixers (S4D, H3, Mamba).
-        conv_kernel (`int`): width of the short causal depthwise convolution (Mamba, H3's shift SSM, Hyena).
-        expand (`int`): inner width multiplier of GAU-style mixers (Mamba: d_inner = expand · d).
-        dt_rank (`int`, *optional*): rank of Mamba's Δ projection; defaults to ⌈d / 16⌉.
-        scan_chunk_size (`int`): chunk length of the chunked training forms (linear attention family, Mamba scan).
-        gate_low_rank (`int`): rank of GLA's data-dependent decay projection.
-        hyena_order (`int`): order of the Hyena recurrence (number of long convolutions).
-        hyena_filter_size (`int`): width of Hyena's implicit-filter MLP.
         ngram_heads (`list[dict]`, *optional*): n-gram blocks to place (P1 §6), each
             `{"layer": m, "orders": [1, 2, 3], "replace": False}`: one NgramBlock per order after layer m (0-based;
             negative m counts from the output), or instead of layer m with `"replace": True`.
@@ -122,12 +112,14 @@ class ICLConfig(PreTrainedConfig):
         initializer_range (`float`): std of the normal initialisation.
         use_bias (`bool`): biases in linear layers.
         preset (`str`, *optional*): the size preset these values came from (informational).
+        **mixer fields: the fields of the mixers in `mixer_types` (e.g. `gate_low_rank` for GLA, `ssm_state_size`
+            for Mamba), declared in each mixer's file; `hf_icl.mixers.fields_of(config.mixer_types)` lists them.
+            Fields of other mixers found in a saved config (every field was shared before) are kept as they are.
     """
 
     model_type = "icl"
     PRESETS: ClassVar[dict[str, dict]] = {}
     supports_ngram_heads: ClassVar[bool] = True  # False where the layer schedule is not a fixed stack
-    RENAMED_FIELDS: ClassVar[dict[str, str]] = {"chunk_size": "dilated_attention_chunk_size"}  # former -> current
 
     vocab_size: int = 20
     input_dim: int | None = None
@@ -140,20 +132,10 @@ class ICLConfig(PreTrainedConfig):
     max_position_embeddings: int = 1024
     position_embedding: str = "learned"
     rope_theta: float = 10000.0
-    num_masked_heads: int = 0
-    dilated_attention_chunk_size: int = 2
     mixer: str = "attention"
     mixer_types: list[str] | None = None
     ffn: str = "mlp"
     ffn_types: list[str] | None = None
-    ssm_state_size: int = 16
-    conv_kernel: int = 4
-    expand: int = 2
-    dt_rank: int | None = None
-    scan_chunk_size: int = 64
-    gate_low_rank: int = 16
-    hyena_order: int = 2
-    hyena_filter_size: int = 64
     ngram_heads: list[dict] | None = None
     ngram_shift: int = 1
     norm: str = "layernorm"
@@ -171,17 +153,18 @@ class ICLConfig(PreTrainedConfig):
     preset: str | None = None
 
     def __post_init__(self, **kwargs):
-        for former, current in self.RENAMED_FIELDS.items():  # configs saved before a rename still load
-            if former not in kwargs:
-                continue
-            legacy, default = kwargs.pop(former), getattr(type(self), current)
-            if getattr(self, current) not in (default, legacy):
-                raise ValueError(
-                    f"{former}={legacy} (former name) disagrees with {current}={getattr(self, current)}; "
-                    "give only the latter"
-                )
-            setattr(self, current, legacy)
-        super().__post_init__(**kwargs)
+        for field in all_fields().values():  # configs saved before a mixer field was renamed still load
+            for former in field.former_names:
+                if former not in kwargs:
+                    continue
+                legacy = kwargs.pop(former)
+                current = kwargs.get(field.name, getattr(self, field.name, field.default))
+                if current not in (field.default, legacy):
+                    raise ValueError(
+                        f"{former}={legacy} (former name) disagrees with {field.name}={current}; give only the latter"
+                    )
+                kwargs[field.name] = legacy
+        super().__post_init__(**kwargs)  # names that are not dataclass fields (mixer fields) become attributes
         if self.intermediate_size is None:
             self.intermediate_size = 4 * self.hidden_size
         if self.mixer_types is None:
@@ -190,34 +173,40 @@ class ICLConfig(PreTrainedConfig):
         if self.ffn_types is None:
             self.ffn_types = [self.ffn] * self.num_hidden_layers
         self.ffn_types = list(self.ffn_types)
-        if self.dt_rank is None:
-            self.dt_rank = math.ceil(self.hidden_size / 16)
+        for i, name in enumerate(self.mixer_types):
+            check_choice(f"mixer_types[{i}]", name, list_mixers())
+        for field in fields_of(self.mixer_types).values():  # the used mixers' fields: default, derived, checked
+            setattr(self, field.name, field.resolve(self))
         self.check()
+
+    def mixer_fields(self) -> dict:
+        """`{name: value}` of the fields the mixers of this config read (beyond the shared ones)."""
+        return {name: getattr(self, name) for name in fields_of(self.mixer_types)}
 
     def check(self) -> None:
         """Validate field values; every error names the field, the value and what is allowed."""
         check_choice("position_embedding", self.position_embedding, POSITION_EMBEDDINGS)
         check_choice("ffn", self.ffn, FFN_TYPES)
         check_choice("norm", self.norm, NORM_TYPES)
-        for field, allowed in (("mixer_types", sorted(MIXERS)), ("ffn_types", FFN_TYPES)):
+        for field, allowed in (("mixer_types", list_mixers()), ("ffn_types", FFN_TYPES)):
             values = getattr(self, field)
             for i, name in enumerate(values):
                 check_choice(f"{field}[{i}]", name, allowed)
             if len(values) != self.num_hidden_layers:
                 raise ValueError(f"{field} has {len(values)} entries but num_hidden_layers={self.num_hidden_layers}")
-        if not 0 <= self.num_masked_heads <= self.num_attention_heads:
-            raise ValueError(
-                f"num_masked_heads={self.num_masked_heads} must be in [0, {self.num_attention_heads}] "
-                "(0..num_attention_heads)"
-            )
-        if self.position_embedding == "hard_alibi" and self.num_masked_heads == 0:
-            raise ValueError("position_embedding='hard_alibi' needs num_masked_heads ≥ 1 (heads with a hard window)")
+        for field in fields_of(self.mixer_types).values():
+            field.resolve(self)
+        for name in dict.fromkeys(self.mixer_types):
+            spec = mixer_spec(name)
+            if spec.check_config is not None:
+                spec.check_config(self)
+        for field in ("num_attention_heads", "hidden_size"):
+            if not isinstance(getattr(self, field), int) or getattr(self, field) < 1:
+                raise ValueError(f"{field}={getattr(self, field)!r} is not allowed: expected an integer >= 1")
         if self.hidden_size % self.num_attention_heads:
             raise ValueError(
                 f"hidden_size={self.hidden_size} must be divisible by num_attention_heads={self.num_attention_heads}"
             )
-        if self.dilated_attention_chunk_size < 2:
-            raise ValueError(f"dilated_attention_chunk_size={self.dilated_attention_chunk_size} must be ≥ 2")
         if self.cot_dim is not None and self.input_dim is None:
             raise ValueError(f"cot_dim={self.cot_dim} needs continuous inputs: set input_dim (and output_dim)")
         for field in ("input_dim", "output_dim", "cot_dim"):
@@ -233,10 +222,7 @@ class ICLConfig(PreTrainedConfig):
             )
         if self.ngram_shift < 0:
             raise ValueError(f"ngram_shift={self.ngram_shift} must be ≥ 0")
-        positive = ("vocab_size", "hidden_size", "num_hidden_layers", "max_position_embeddings", "ssm_state_size")
-        positive += ("conv_kernel", "expand", "dt_rank", "scan_chunk_size", "gate_low_rank", "hyena_order")
-        positive += ("hyena_filter_size",)
-        for field in positive:
+        for field in ("vocab_size", "num_hidden_layers", "max_position_embeddings"):
             if getattr(self, field) < 1:
                 raise ValueError(f"{field}={getattr(self, field)} must be a positive integer")
 

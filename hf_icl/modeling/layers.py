@@ -5,8 +5,8 @@ from __future__ import annotations
 from torch import nn
 from transformers.activations import ACT2FN
 
-from ..mixers import MIXERS
 from ..mixers.ops.residual import residual_projection
+from ..mixers.registry import MIXERS
 
 
 def build_norm(config) -> nn.Module:

@@ -20,8 +20,11 @@ So the `save_pretrained` of `ICLPreTrainedModel` and of `ICLConfig` go through :
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import importlib
 import importlib.util
+import inspect
 import os
 import re
 import shutil
@@ -34,6 +37,7 @@ from transformers import PreTrainedConfig
 from transformers.utils import CONFIG_NAME
 from transformers.utils.hub import create_and_tag_model_card, hf_api
 
+SHIPPED_PACKAGE = "hf_icl"  # absolute imports of it (from plug-ins) become flat relative ones
 RELATIVE_IMPORT = re.compile(r"^(\s*)from\s+(\.+)([\w.]*)\s+import\s+", flags=re.MULTILINE)
 WEIGHT_SHARD = re.compile(r"model.*-\d{5}-of-\d{5}\.safetensors")
 
@@ -61,11 +65,65 @@ def _module_package(module_name: str) -> str:
     return module_name if _module_file(module_name).name == "__init__.py" else module_name.rpartition(".")[0]
 
 
+def _defining_module(module_name: str, name: str) -> tuple[str, bool]:
+    """Where `from <module_name> import <name>` really comes from: `(module, is_module)`. A re-exported class or
+    function resolves to the module that defines it (`from hf_icl import register_mixer` -> `hf_icl.mixers.registry`);
+    a submodule to itself."""
+    module = importlib.import_module(module_name)
+    obj = getattr(module, name, None)
+    if obj is None or inspect.ismodule(obj):
+        return (obj.__name__ if obj is not None else f"{module_name}.{name}"), True
+    defined_in = getattr(obj, "__module__", None) or module_name
+    if defined_in == SHIPPED_PACKAGE or not defined_in.startswith(SHIPPED_PACKAGE + "."):
+        raise ValueError(
+            f"cannot ship `from {module_name} import {name}`: import it from the {SHIPPED_PACKAGE} module that "
+            "defines it (e.g. `from hf_icl.mixers.registry import register_mixer`)"
+        )
+    return defined_in, False
+
+
+def _rewrite_absolute_imports(source: str, module_name: str, pending: list[str]) -> str:
+    """Rewrite `from hf_icl.<module> import name` (plug-in code) into flat relative imports, queueing the targets.
+
+    Raises:
+        ValueError: a plain `import hf_icl...` (attribute access cannot be rewritten), or a name that is not defined
+            in a shippable hf_icl module.
+    """
+    lines = source.splitlines(keepends=True)
+    edits = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import) and any(a.name.partition(".")[0] == SHIPPED_PACKAGE for a in node.names):
+            raise ValueError(
+                f"{module_name} line {node.lineno}: `import {SHIPPED_PACKAGE}...` cannot ship with a checkpoint; "
+                f"write `from {SHIPPED_PACKAGE}.<module> import <name>`"
+            )
+        if not (isinstance(node, ast.ImportFrom) and node.level == 0 and node.module):
+            continue
+        if node.module.partition(".")[0] != SHIPPED_PACKAGE:
+            continue
+        statements = []
+        for alias in node.names:
+            target, is_module = _defining_module(node.module, alias.name)
+            pending.append(target)
+            local = alias.asname or alias.name
+            if is_module:
+                statements.append(f"from . import {_flat_name(target)} as {local}")
+            else:
+                renamed = f" as {local}" if alias.asname else ""
+                statements.append(f"from .{_flat_name(target)} import {alias.name}{renamed}")
+        indent = " " * node.col_offset
+        edits.append((node.lineno, node.end_lineno, indent + f"\n{indent}".join(statements) + "\n"))
+    for start, end, text in sorted(edits, reverse=True):
+        lines[start - 1 : end] = [text]
+    return "".join(lines)
+
+
 def collect_modeling_sources(root_modules: list[str]) -> dict[str, str]:
     """Flat file name -> rewritten source for `root_modules` and every module they import relatively.
 
     Modules are read from their files, never imported, so a guarded import of an optional kernel is followed
-    without its package installed.
+    without its package installed. Modules outside hf_icl (plug-ins) may import hf_icl by absolute name, as
+    `from hf_icl.<module> import <name>`: those imports become flat relative ones too.
 
     Args:
         root_modules: dotted names of modules (the model and config modules).
@@ -96,8 +154,13 @@ def collect_modeling_sources(root_modules: list[str]) -> dict[str, str]:
 
         source = RELATIVE_IMPORT.sub(rewrite, _module_file(module_name).read_text(encoding="utf-8"))
         top = module_name.partition(".")[0]
-        if re.search(rf"^\s*(from|import)\s+{top}\b", source, flags=re.MULTILINE):
-            raise ValueError(f"{module_name} imports {top} by name; shipped modeling code uses relative imports only")
+        if top != SHIPPED_PACKAGE:
+            source = _rewrite_absolute_imports(source, module_name, pending)
+        for package in dict.fromkeys((top, SHIPPED_PACKAGE)):
+            if re.search(rf"^\s*(from|import)\s+{package}\b", source, flags=re.MULTILINE):
+                raise ValueError(
+                    f"{module_name} imports {package} by name; shipped modeling code uses relative imports only"
+                )
         # Code loaded with trust_remote_code can hold two copies of one file (transformers caches the config's and
         # the model's modules apart); identical copies are one file, different ones cannot share the name.
         if flat in owners and sources[f"{flat}.py"] != source:
@@ -131,6 +194,10 @@ def exported_classes(obj) -> dict[str, type]:
 def export_modeling_code(obj, folder: str | Path) -> dict[str, str]:
     """Write the flat modeling files `obj` needs into `folder` and return the `auto_map` entries for them.
 
+    Besides the exported classes' modules, the files of the mixers the config's layers use are shipped, and the
+    config's module imports them at its end: a mixer registers itself on import (`mixers.registry`), so the shipped
+    code knows exactly the mixers this checkpoint needs, plug-in mixers included.
+
     Args:
         obj: an hf_icl model or config (see :func:`exported_classes`).
         folder: an existing folder.
@@ -138,8 +205,25 @@ def export_modeling_code(obj, folder: str | Path) -> dict[str, str]:
     Returns:
         `{auto class name: "<flat module>.<class name>"}`.
     """
+    from ..mixers.registry import MIXERS
+
     classes = exported_classes(obj)
-    for name, source in collect_modeling_sources(sorted({cls.__module__ for cls in classes.values()})).items():
+    config = obj if isinstance(obj, PreTrainedConfig) else obj.config
+    config_module = type(config).__module__
+    mixer_classes = {MIXERS[name] for name in getattr(config, "mixer_types", None) or []}
+    mixer_classes = {cls for cls in mixer_classes if cls.__module__ != config_module}  # defined beside the config
+    mixer_modules = {cls.__module__ for cls in mixer_classes}
+    sources = collect_modeling_sources(sorted({cls.__module__ for cls in classes.values()} | mixer_modules))
+    config_file = f"{_flat_name(config_module)}.py"
+    if mixer_classes and config_file in sources:
+        # `from .x import Name`: transformers copies a remote module's dependencies by this pattern only.
+        imports = "".join(
+            f"from .{_flat_name(cls.__module__)} import {cls.__name__}  # noqa: E402, F401\n"
+            for cls in sorted(mixer_classes, key=lambda cls: (cls.__module__, cls.__name__))
+        )
+        note = "# Added by hf_icl's export: the mixers of this checkpoint register themselves on import.\n"
+        sources[config_file] += f"\n\n{note}{imports}"
+    for name, source in sources.items():
         (Path(folder) / name).write_text(source, encoding="utf-8")
     return {auto: f"{_flat_name(cls.__module__)}.{cls.__name__}" for auto, cls in classes.items()}
 

@@ -84,11 +84,13 @@ def matches(record: RunRecord, task: str | None, conditions: dict) -> bool:
 
 def model_config(metrics: dict) -> dict:
     """The run's architecture config (preset + overrides, every default filled in), or `{}` if it cannot be built."""
-    import hf_icl
+    from ..architectures import ARCHITECTURES
 
     run = metrics.get("run_config", {})
     try:
-        config = hf_icl.config_for(metrics["architecture"], metrics.get("preset", "small"), **run.get("overrides", {}))
+        # Built leniently (not `config_for`): a recorded run's overrides were valid when it ran.
+        config_class = ARCHITECTURES[metrics["architecture"]].config_class
+        config = config_class.from_preset(metrics.get("preset", "small"), **run.get("overrides", {}))
         return config.to_dict()
     except (KeyError, TypeError, ValueError):
         return {}

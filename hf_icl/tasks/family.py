@@ -11,7 +11,7 @@ What a family declares:
 - ``prepare_data(request) -> TaskData``: the builder's splits tokenized for training, or an online sampler, with the
   tokenizer (or continuous featuriser facts), collate function and the model fields the data fixes (``vocab_size``
   or ``input_dim``/``output_dim``);
-- ``head``: ``"causal_lm"`` or ``"regression"`` (see :mod:`hf_icl.models.heads`);
+- ``head``: ``"causal_lm"`` or ``"regression"`` (see :mod:`hf_icl.architectures.heads`);
 - ``objective(model, batch) -> ObjectiveResult``: token cross-entropy, MSE, BCE, ... (:mod:`hf_icl.tasks.objectives`);
 - ``evaluate(request) -> dict`` and ``plot(results, path, title)``: the test-split evaluator and its figure;
 - ``run_defaults``: defaults of run arguments for this family (e.g. ``n_train``), ``presets``: named run settings;

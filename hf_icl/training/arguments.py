@@ -9,8 +9,9 @@ from pathlib import Path
 
 import yaml
 
+from ..architectures import ARCHITECTURES, list_architectures
 from ..modeling.configuration import check_choice
-from ..models import ARCHITECTURES, list_architectures
+from ..plugins import add_import_argument, preload
 from ..tasks import TaskRequest, check_task_request, family_of, list_tasks, task_entry, task_option_fields
 from ..tasks.online import StepCurriculum
 from ..validation import (
@@ -88,6 +89,7 @@ class RunArguments:
     overwrite: bool = False
     report_to: str = "tensorboard"
     push_to_hub: str | None = None
+    imports: list = field(default_factory=list)
 
     def resolved_output_dir(self) -> Path:
         if self.output_dir:
@@ -170,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Train an hf_icl architecture on an ICL task with Accelerate, then evaluate it.",
     )
     parser.add_argument("--config", help="YAML file of RunArguments fields; command-line flags override it")
+    add_import_argument(parser)
     parser.add_argument("--architecture", choices=list_architectures(), help="architecture name")
     parser.add_argument("--task", choices=list_tasks(), help="task name")
     parser.add_argument("--n-train", type=int, help="training instances (default: the task family's)")
@@ -278,7 +281,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str] | None = None) -> RunArguments:
-    """Parse and validate; errors name the field, the value and the allowed values."""
+    """Parse and validate; errors name the field, the value and the allowed values.
+
+    Plug-ins named by `--import` (or a `--config` file's `imports:`) are imported first, so their architectures and
+    tasks are valid choices.
+    """
+    preload(argv)
     parser = build_parser()
     namespace = vars(parser.parse_args(argv))
     values: dict = {}
@@ -291,7 +299,10 @@ def parse_args(argv: list[str] | None = None) -> RunArguments:
     ngram_heads = namespace.pop("ngram_heads")
     if ngram_heads:
         overrides["ngram_heads"] = [spec for specs in ngram_heads for spec in specs]
+    imports = namespace.pop("imports") or []
     values.update({key: value for key, value in namespace.items() if value is not None})
+    if imports:
+        values["imports"] = list(dict.fromkeys([*values.get("imports", []), *imports]))
     if aux_loss_weights:
         values["aux_loss_weights"] = {**values.get("aux_loss_weights", {}), **aux_loss_weights}
     values = {**task_defaults(values.get("task", RunArguments.task), values.get("task_preset")), **values}
@@ -359,7 +370,7 @@ def validate(args: RunArguments) -> None:
     """
     from huggingface_hub.utils import validate_repo_id
 
-    from ..models import config_for
+    from ..architectures import config_for
 
     defaults = RunArguments()
     for name, value in args.to_dict().items():

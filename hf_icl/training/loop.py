@@ -18,9 +18,9 @@ from accelerate import Accelerator
 from accelerate.utils import DistributedType, set_seed
 from tqdm.auto import tqdm
 
+from ..architectures import config_for
+from ..architectures.heads import build_model
 from ..evaluation.tables import markdown_table
-from ..models import config_for
-from ..models.heads import build_model
 from ..tasks import EvalRequest, TaskData, TaskFamily, TaskRequest, family_of
 from .arguments import RunArguments
 from .checkpoints import (
