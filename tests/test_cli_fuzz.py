@@ -211,6 +211,11 @@ def option_strategies(parser, special: dict, limits: dict) -> dict[str, st.Searc
     return strategies
 
 
+def bad_plugins() -> st.SearchStrategy[str]:
+    """`--import` values that cannot be imported: no such module, no such file, a missing submodule."""
+    return st.sampled_from(["hf_icl_no_such_plugin", str(MISSING / "plugin.py"), "os.path.no_such_submodule"])
+
+
 def train_strategies() -> dict[str, st.SearchStrategy[str]]:
     """Bad values for every option of `train.py` (from the parser and `RUN_LIMITS`)."""
     special = {
@@ -229,6 +234,7 @@ def train_strategies() -> dict[str, st.SearchStrategy[str]]:
         "--curriculum": st.one_of(JUNK, st.just("n_points=4:10:3:2")),  # regbench is a dataset: no curriculum fits
         "--task-preset": not_in(family_of("regbench").presets),
         "--preset": not_in(ARCHITECTURES["transformer"].presets),
+        "--import": bad_plugins(),
     }
     parser = build_parser()
     flags = {a.dest: a.option_strings[0] for a in parser._actions if a.option_strings}
@@ -293,7 +299,7 @@ def sweep_strategies() -> dict[str, st.SearchStrategy[str]]:
         st.sampled_from([{"colour": "red"}, {"grid": {"lr": []}}, {"base": {"output_dir": "x"}}, {"base": []}])
         .map(spec),
         bad_points.map(spec),
-    )}
+    ), "--import": bad_plugins()}
     return option_strategies(hf_icl.sweep.build_parser(), special, hf_icl.sweep.SWEEP_LIMITS)
 
 

@@ -78,11 +78,11 @@ class CausalSelfAttention(FusedQKVMixer):
         """Hard-ALiBi needs masked heads, and at most one per head."""
         if not 0 <= config.num_masked_heads <= config.num_attention_heads:
             raise ValueError(
-                f"num_masked_heads={config.num_masked_heads} is not allowed: expected an integer in "
-                f"[0, {config.num_attention_heads}] (0..num_attention_heads)"
+                f"num_masked_heads={config.num_masked_heads} must be in [0, {config.num_attention_heads}] "
+                "(0..num_attention_heads)"
             )
         if config.position_embedding == "hard_alibi" and config.num_masked_heads == 0:
-            raise ValueError("position_embedding='hard_alibi' needs num_masked_heads >= 1 (heads with a hard window)")
+            raise ValueError("position_embedding='hard_alibi' needs num_masked_heads ≥ 1 (heads with a hard window)")
 
     def multiplications(self, length: int) -> int:
         """P5 Table 7: 3LD² (QKV) + 2L²D (QKᵀ, AV) + LD² (output projection)."""
