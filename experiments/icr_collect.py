@@ -1,0 +1,141 @@
+"""Collect in-context regression runs (issue 27): per-run metrics.json copies plus one summary.md table.
+
+    python experiments/icr_collect.py RUNS_ROOT [RUNS_ROOT ...] --dest docs/results/regression/<dir> [--curves]
+
+Every folder under RUNS_ROOT holding a `metrics.json` is one run. For each run the table gives the training CPU
+seconds (`train.cpu_time_s`), the first logged step whose training loss (unnormalised MSE, ≈ d on the plateau) is
+below d/2 ("escape"), the model's normalised error at i = 1, d, 2d and the last i, and whether the run passes the
+issue-27 bar: error at i = 2d ≤ 0.10 and below averaging and 3-NN at every i ≥ 3. Regression runs also get their
+out-of-distribution errors at the last i beside least squares'. Sparse-parity runs get their final-example
+accuracy. `--curves` also copies each run's in_context_curves.png. Group statistics (mean ± sd over seeds) are
+printed for points whose names differ only in `seed=`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import statistics
+from pathlib import Path
+
+
+def runs_under(root: Path) -> list[Path]:
+    found = []
+    for path in sorted(root.rglob("metrics.json")):
+        metrics = json.loads(path.read_text())
+        if "train" in metrics and "test" in metrics and "curves" in metrics["test"]:
+            found.append(path.parent)
+    return found
+
+
+def dims_at(curriculum: list[str], step: int, final: int) -> int:
+    """n_dims of the training batches at `step` under the run's `n_dims=START:END:INC:EVERY` curriculum."""
+    for text in curriculum or []:
+        field, _, spec = text.partition("=")
+        if field == "n_dims":
+            start, end, increment, every = (float(v) for v in spec.split(":"))
+            return int(min(end, start + increment * (step // every)))
+    return final
+
+
+def escape_step(history: list[dict], d: int, curriculum=()) -> int | None:
+    """First logged step at the final d whose training loss is below d/2 (the plateau, predicting 0, sits at d)."""
+    for row in history:
+        if dims_at(curriculum, row["step"], d) == d and row.get("loss", float("inf")) < d / 2:
+            return row["step"]
+    return None
+
+
+def regression_row(metrics: dict) -> dict:
+    test = metrics["test"]
+    d = test["task_facts"]["n_dims"]
+    curves = test["curves"]
+    model = curves["model"]
+    row = {
+        "d": d,
+        "N": test["task_facts"]["n_points"],
+        "i1": model[1],
+        "id": model[d] if d < len(model) else float("nan"),
+        "i2d": model[2 * d] if 2 * d < len(model) else float("nan"),
+        "last": model[-1],
+    }
+    worse = [i for i in range(3, len(model)) if not (model[i] < curves["averaging"][i]
+                                                     and model[i] < curves["3_nearest_neighbors"][i])]
+    row["worse_at"] = worse
+    row["pass"] = bool(2 * d < len(model) and model[2 * d] <= 0.10 and not worse)
+    row["ood"] = {name: (v["curves"]["model"][-1], v["curves"]["least_squares"][-1])
+                  for name, v in test.get("ood", {}).items()}
+    row["escape"] = escape_step(metrics["train"]["history"], d, metrics["run_config"].get("curriculum"))
+    return row
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("roots", nargs="+")
+    parser.add_argument("--dest", required=True)
+    parser.add_argument("--curves", action="store_true")
+    parser.add_argument("--title", default="")
+    args = parser.parse_args(argv)
+    dest = Path(args.dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    lines = [f"# {args.title or dest.name}", "", "Collected by `python experiments/icr_collect.py "
+             + " ".join(args.roots) + f" --dest {args.dest}`. CPU s = `train.cpu_time_s` (shared 2-core machine, "
+             "1 thread per run). Errors are the package's normalised squared error (test split, 1,280 prompts).", ""]
+    regression, parity, groups = [], [], {}
+    for root in map(Path, args.roots):
+        for run in runs_under(root):
+            metrics = json.loads((run / "metrics.json").read_text())
+            name = run.name
+            out = dest / name
+            out.mkdir(parents=True, exist_ok=True)
+            shutil.copy(run / "metrics.json", out / "metrics.json")
+            if args.curves and (run / "in_context_curves.png").exists():
+                shutil.copy(run / "in_context_curves.png", out / "in_context_curves.png")
+            steps = metrics["run_config"]["max_steps"]
+            cpu = metrics["train"]["cpu_time_s"]
+            test = metrics["test"]
+            key = re.sub(r"(^|,)seed=\d+", "", name)
+            if "accuracy_final" in test.get("model", {}):
+                acc = test["model"]["accuracy_final"]
+                parity.append((name, metrics["num_parameters"], steps, cpu, test["model"]["accuracy_mean"], acc))
+                groups.setdefault(key, []).append(acc)
+                continue
+            row = regression_row(metrics)
+            regression.append((name, metrics["num_parameters"], steps, cpu, row))
+            groups.setdefault(key, []).append(row["i2d"])
+    if regression:
+        lines += ["| run | params | steps | CPU s | escape step | err i=1 | err i=d | err i=2d | err last | "
+                  "not below avg/3-NN at i | pass |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+        for name, params, steps, cpu, row in regression:
+            worse = ",".join(map(str, row["worse_at"])) or "–"
+            lines.append(f"| {name} | {params:,} | {steps} | {cpu:.0f} | {row['escape']} | {row['i1']:.3f} | "
+                         f"{row['id']:.3f} | {row['i2d']:.4f} | {row['last']:.4f} | {worse} | "
+                         f"{'yes' if row['pass'] else 'no'} |")
+        if any(row["ood"] for *_, row in regression):
+            names = sorted({k for *_, row in regression for k in row["ood"]})
+            lines += ["", "Out-of-distribution prompts (error at the last i: model / least squares):", "",
+                      "| run | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+            for name, *_, row in regression:
+                cells = [f"{row['ood'][k][0]:.3f} / {row['ood'][k][1]:.2g}" if k in row["ood"] else "–"
+                         for k in names]
+                lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if parity:
+        lines += ["| run | params | steps | CPU s | accuracy (mean over i) | accuracy (final example) |",
+                  "|---|---|---|---|---|---|"]
+        for name, params, steps, cpu, mean, final in parity:
+            lines.append(f"| {name} | {params:,} | {steps} | {cpu:.0f} | {mean:.4f} | {final:.4f} |")
+    multi = {k: v for k, v in groups.items() if len(v) > 1}
+    if multi:
+        label = "accuracy (final)" if parity and not regression else "metric (err i=2d or final accuracy)"
+        lines += ["", f"Over seeds ({label}): mean ± sd (n)", "", "| point | mean | sd | n |", "|---|---|---|---|"]
+        for key, values in multi.items():
+            lines.append(f"| {key.strip(',') or 'all'} | {statistics.mean(values):.4f} | "
+                         f"{statistics.stdev(values):.4f} | {len(values)} |")
+    (dest / "summary.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
