@@ -75,7 +75,7 @@ def test_attention_maps_are_distributions_with_exact_zeros_where_masked(name):
     allowed = allowed | torch.eye(9, dtype=torch.bool)  # a padding query sees itself only
     for mixer, probs in zip(mixers, out.attentions):
         if not isinstance(mixer, ATTENTION_MIXERS):
-            assert probs is None
+            assert probs is None or getattr(mixer, "mixing_maps", False)  # exact linear maps: test_mixing_maps.py
             continue
         assert probs.shape == (2, model.config.num_attention_heads, 9, 9)  # (B, H, T, S)
         torch.testing.assert_close(probs.sum(-1), torch.ones(2, probs.shape[1], 9), atol=1e-5, rtol=0)
@@ -110,12 +110,17 @@ def test_regular_gpt_maps_follow_the_dilated_pattern(chunk_size):
 
 
 @pytest.mark.parametrize("arch", [arch for arch in ARCHS if arch not in ATTENTION_ARCHS] + ["gla-ngram"])
-def test_layers_without_attention_report_none(arch):
+def test_layers_without_attention_report_none_or_their_exact_map(arch):
     ngram = {"ngram_heads": [{"layer": 0, "orders": [1, 2]}]} if arch.endswith("ngram") else {}
     model = tiny_lm(arch, **ngram)
     with torch.no_grad():
         out = model(torch.randint(1, 20, (1, 6)), output_attentions=True)
-    assert out.attentions == (None,) * len(model.model.layers)
+    assert len(out.attentions) == len(model.model.layers)
+    for layer, maps in zip(model.model.layers, out.attentions):
+        if getattr(layer.mixer, "mixing_maps", False):  # linear in its values: the exact map (test_mixing_maps.py)
+            assert maps.shape[0] == 1 and maps.shape[2:] == (6, 6)
+        else:  # LSTM, n-gram blocks
+            assert maps is None
 
 
 def test_eager_path_only_when_maps_are_asked_for(monkeypatch):

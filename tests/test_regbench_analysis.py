@@ -171,13 +171,25 @@ def test_attention_command_end_to_end(checkpoint, tmp_path):
     assert (tmp_path / "attention_maps.png").exists() and (tmp_path / "attention_ngram_heads.png").exists()
 
 
-def test_attention_refuses_an_architecture_without_attention(tmp_path):
-    folder = save_tiny(tmp_path / "model", "mamba")
+def test_attention_refuses_an_architecture_without_maps(tmp_path):
+    folder = save_tiny(tmp_path / "model", "lstm")
     args = argparse.Namespace(
         checkpoint=folder, output=None, instance=0, start=0, window=10, n_rows=2, orders=[1], threads=1
     )
-    with pytest.raises(ValueError, match="icl_mamba.*no softmax attention"):
+    with pytest.raises(ValueError, match="icl_lstm.*neither softmax attention nor an exact linear"):
         attention.check_arguments(args)
+
+
+@pytest.mark.parametrize("arch", ["gla", "deltanet"])
+def test_attention_runs_on_the_exact_maps_of_recurrent_models(arch, tmp_path):
+    """P1 §5.1's n-gram-head signatures on exact token-mixing maps: each row read as its share of |M|."""
+    folder = save_tiny(tmp_path / "model", arch)
+    main(["attention", "--checkpoint", str(folder), "--output", str(tmp_path), "--n-rows", "2"])
+    saved = json.loads((tmp_path / "attention.json").read_text())
+    assert saved["architecture"].startswith(arch)
+    for entry in saved["signatures"].values():
+        assert entry["per_head"].keys() == {"1", "2"}
+        assert all(0 <= v <= 1 + 1e-6 for heads in entry["per_head"].values() for v in heads)
 
 
 def test_pairwise_tvd_command_end_to_end(checkpoint):

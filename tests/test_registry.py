@@ -13,7 +13,7 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 import hf_icl
 from hf_icl.architectures import ARCHITECTURES, Architecture
-from hf_icl.mixers import CausalSelfAttention, SlidingDilatedAttention, list_mixers, mixer_spec
+from hf_icl.mixers import CausalSelfAttention, SlidingDilatedAttention, SlidingWindowAttention, list_mixers, mixer_spec
 from hf_icl.mixers.ngram import NgramHead
 from hf_icl.modeling.configuration import SIZES, ngram_head_architectures, size_presets
 from hf_icl.modeling.layers import DecoderBlock
@@ -26,6 +26,8 @@ NGRAM_SPEC = [{"layer": 0, "orders": [1, 2]}]
 NOT_RECURRENT = {"transformer", "llama", "regular_gpt", "hyena", "mambaformer", "standard_hybrid"}
 NOT_RECURRENT |= {"slowfast_transformer"}
 WITH_ATTENTION = {"transformer", "llama", "regular_gpt", "mambaformer", "standard_hybrid", "slowfast_transformer"}
+WITH_ATTENTION |= {"based"}  # its sliding-window attention layers
+WITHOUT_MAPS = {"lstm"}  # every other mixer reports softmax or exact linear maps
 WITHOUT_NGRAM_HEADS = {"regular_gpt", "slowfast_transformer"}
 
 
@@ -62,6 +64,8 @@ def test_capabilities_are_the_papers(arch):
     entry = ARCHITECTURES[arch]
     assert entry.recurrent_decode == (arch not in NOT_RECURRENT)
     assert entry.attention_maps == (arch in WITH_ATTENTION)
+    if entry.config_class.__module__.startswith("hf_icl."):  # the zoo; a plug-in declares its own
+        assert entry.mixing_maps == (arch not in WITHOUT_MAPS)
     assert entry.ngram_heads == (arch not in WITHOUT_NGRAM_HEADS)
     assert entry.continuous_inputs
 
@@ -70,7 +74,8 @@ def test_capabilities_are_the_papers(arch):
 def test_capabilities_match_the_built_model(arch):
     entry, model = ARCHITECTURES[arch], tiny(arch)
     mixers = [layer.mixer for layer in model.model.layers]
-    softmax = any(isinstance(mixer, CausalSelfAttention | SlidingDilatedAttention) for mixer in mixers)
+    softmax_classes = CausalSelfAttention | SlidingDilatedAttention | SlidingWindowAttention
+    softmax = any(isinstance(mixer, softmax_classes) for mixer in mixers)
     assert entry.attention_maps == softmax
     if entry.recurrent_decode:
         assert all(mixer.state_size() is not None for mixer in mixers)

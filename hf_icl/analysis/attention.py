@@ -21,6 +21,11 @@ induction head, k = 2 the Fig. 3 head; such a head reads the (k+1)-gram statisti
 (j = i − 1, Fig. 3's layers 2–3), `current_token` (j = i) and `same_state` (x_j was emitted from the current state:
 state after x_{j−1} = state after x_i), which §5.1 notes the heads do *not* single out. Tokens are the raw stream,
 `|` included.
+
+Architectures without softmax attention are analysed on their exact token-mixing maps (`output_attentions=True`,
+`mixers/ops/mixing_maps.py`: linear attention, RetNet, GLA, DeltaNet, Mamba, ...). Those rows are neither
+non-negative nor normalised, so each row is read as the share of its absolute weight, |M_ij| / Σ_j |M_ij| (the
+"mass" of a key), and the chance level is the same uniform causal head.
 """
 
 from __future__ import annotations
@@ -165,12 +170,12 @@ def check_attention_architecture(folder: Path) -> None:
 
     config = json.loads((Path(folder) / "config.json").read_text())
     mixers = config.get("mixer_types") or [config.get("mixer")]
-    if not any(getattr(MIXERS.get(m), "returns_attention_maps", False) for m in mixers):
+    declared = ("returns_attention_maps", "mixing_maps")
+    if not any(getattr(MIXERS.get(m), flag, False) for m in mixers for flag in declared):
         raise ValueError(
             f"argument --checkpoint: architecture {config.get('model_type')!r} "
             f"(mixers {sorted(set(map(str, mixers)))}) "
-            "has no softmax attention, so it has no attention maps; the attention analysis needs an attention "
-            "architecture (e.g. transformer, llama, regular_gpt, or a hybrid with attention layers)"
+            "has neither softmax attention nor an exact linear token-mixing map (LSTM), so it has no maps to analyse"
         )
 
 

@@ -118,20 +118,28 @@ def hidden_states_at(
 
 @torch.no_grad()
 def attention_maps(model, tokenizer, texts: Sequence[str], batch_size: int = 8) -> Iterator[tuple[int, dict]]:
-    """Softmax attention maps of each text (`output_attentions=True`).
+    """Attention maps of each text (`output_attentions=True`): softmax probabilities, or for layers with exact
+    linear token-mixing maps (`mixers.ops.mixing_maps`) each row's share of absolute weight |M_ij| / Σ_j |M_ij|.
 
     Yields:
         `(text_index, {layer: array (H, T, T)})` for the block applications that report a map (layers numbered
-        from 1, so layer ℓ's map produced `hidden_states[ℓ]`); layers without softmax attention are absent.
+        from 1, so layer ℓ's map produced `hidden_states[ℓ]`); layers without a map (LSTM) are absent.
     """
     for chunk, batch in _batches(tokenizer, texts, batch_size):
         maps = model(**batch, output_attentions=True).attentions  # per layer (B, H, T, T) or None
+        maps = [m if m is None or _is_softmax(m) else m.abs() / m.abs().sum(-1, keepdim=True).clamp(min=1e-30)
+                for m in maps]  # fmt: skip
         for b, i in enumerate(chunk):
             length = len(texts[i])
             yield (
                 i,
                 {layer + 1: m[b, :, :length, :length].float().numpy() for layer, m in enumerate(maps) if m is not None},
             )
+
+
+def _is_softmax(maps) -> bool:
+    """Rows are distributions already (softmax attention, Based's normalised Taylor attention)."""
+    return bool((maps >= 0).all()) and bool(torch.allclose(maps.sum(-1), torch.ones(()), atol=1e-4))
 
 
 def output_folder(args: argparse.Namespace) -> Path:

@@ -28,6 +28,8 @@ class Architecture:
     - `recurrent_decode`: every mixer of the default configuration is recurrent, i.e. cached decoding costs O(1)
       per token and `state_size()` is the fixed state per sequence (not `None`).
     - `attention_maps`: some mixer returns softmax attention maps (which the analysis tools read).
+    - `mixing_maps`: every mixer reports a map under `output_attentions`, softmax or exact linear
+      (`mixers.ops.mixing_maps`), so every layer's token mixing can be read (all but LSTM layers).
     - `ngram_heads`: the config class's `supports_ngram_heads` (`config.ngram_heads` is accepted).
     - `continuous_inputs`: there is a regression model, the backbone's forward takes `inputs_embeds` (so its
       read-in `Linear(d_x, d)` can feed it) and every mixer works without `input_ids`.
@@ -51,6 +53,7 @@ class Architecture:
     presets: Mapping[str, Mapping] = field(init=False, compare=False, repr=False)
     recurrent_decode: bool = field(init=False)
     attention_maps: bool = field(init=False)
+    mixing_maps: bool = field(init=False)
     ngram_heads: bool = field(init=False)
     continuous_inputs: bool = field(init=False)
 
@@ -60,6 +63,7 @@ class Architecture:
             "presets": MappingProxyType(self.config_class.PRESETS),
             "recurrent_decode": all(mixer.recurrent for mixer in mixers),
             "attention_maps": any(mixer.attention_maps for mixer in mixers),
+            "mixing_maps": all(mixer.attention_maps or mixer.mixing_maps for mixer in mixers),
             "ngram_heads": self.config_class.supports_ngram_heads,
             "continuous_inputs": self.regression_class is not None
             and "inputs_embeds" in inspect.signature(self.model_class.forward).parameters

@@ -22,6 +22,7 @@ from torch import nn
 from transformers import initialization as init
 
 from .ops.diagonal_ssm import DiagonalSSM
+from .ops.mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
 from .ops.short_conv import CausalDepthwiseConv
@@ -40,6 +41,7 @@ class H3Mixer(nn.Module):
 
     recurrent = True  # shift window + diagonal SSM state
     returns_attention_maps = False
+    mixing_maps = True  # per head: (q_t · k̃_j) (K_h[t − j] + D_h δ_tj), a Toeplitz kernel times gates
 
     def __init__(self, config, layer_idx: int):
         super().__init__()
@@ -65,11 +67,10 @@ class H3Mixer(nn.Module):
     def state_size(self) -> int:
         return self.shift.state_bytes() + self.ssm.state_bytes(copies=self.head_dim**2)
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
+    def mix(self, hidden_states, mask, state):
+        """q, the shifted keys k̃ and v (B, T, H, D) and z = q_tᵀ SSM(k̃ vᵀ)_t (B, T, H, D), before W_o."""
         batch, length, width = hidden_states.shape
         heads, head_dim = self.num_heads, self.head_dim
-        mask = token_mask(attention_mask, length)
-        state = cache.layer_state(self.layer_idx) if cache is not None else None
         q = self.q_proj(hidden_states).view(batch, length, heads, head_dim, 1)
         k = zero_padding(self.k_proj(hidden_states), mask)  # (B, T, d): padding never enters the windows
         v = zero_padding(self.v_proj(hidden_states), mask)
@@ -77,4 +78,20 @@ class H3Mixer(nn.Module):
         kv = k.view(batch, length, heads, head_dim, 1) * v.view(batch, length, heads, 1, head_dim)  # (B, T, H, D, D)
         z = self.ssm(kv, state, prefix="kv_ssm")  # (B, T, H, D, D)
         z = (q * z).sum(dim=3)  # (B, T, H, D): q_iᵀ z'_i
+        return q[..., 0], k.view(batch, length, heads, head_dim), v.view(batch, length, heads, head_dim), z
+
+    def mixing_map(self, hidden_states, mask=None) -> MixingMap:
+        q, k, v, z = (t.transpose(1, 2) for t in self.mix(hidden_states, mask, None))  # (B, H, T, D)
+        length = q.shape[2]
+        gates = q @ k.transpose(-1, -2)  # (B, H, T, T): q_t · k̃_j
+        maps = gates * self.ssm.toeplitz_map(length)[None] * causal_key_mask(mask, length, q.device)
+        return MixingMap(maps, v, z)
+
+    def forward(
+        self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, recorder=None, **kw
+    ):
+        batch, length, width = hidden_states.shape
+        report_mixing_map(self, hidden_states, attention_mask, cache, recorder)
+        state = cache.layer_state(self.layer_idx) if cache is not None else None
+        z = self.mix(hidden_states, token_mask(attention_mask, length), state)[-1]
         return self.out_proj(z.reshape(batch, length, width))  # (B, T, d)

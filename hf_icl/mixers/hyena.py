@@ -23,6 +23,7 @@ from torch import nn
 from transformers import initialization as init
 
 from .ops.fft_conv import causal_fft_conv
+from .ops.mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
 from .ops.short_conv import CausalDepthwiseConv
@@ -110,6 +111,7 @@ class HyenaMixer(nn.Module):
 
     recurrent = False  # no recurrent form: decoding keeps the long convolutions' input histories
     returns_attention_maps = False
+    mixing_maps = True  # per channel: diag(x^N)(T_N + b_N I) ⋯ diag(x¹)(T_1 + b_1 I), T_n Toeplitz in lⁿ
     short_kernel = 3
 
     def __init__(self, config, layer_idx: int):
@@ -135,8 +137,31 @@ class HyenaMixer(nn.Module):
     def state_size(self) -> None:
         return None  # the cached long-convolution inputs grow with the sequence
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
+    def mixing_map(self, hidden_states, mask=None) -> MixingMap:
+        """Per channel c (Hyena §3.1, the data-controlled matrix): M = Π_n diag(xⁿ)(Tⁿ + bⁿ I) on v, before W_o."""
         batch, length, width = hidden_states.shape
+        u = zero_padding(self.in_proj(hidden_states), mask)
+        u = zero_padding(self.short_conv(u, None, name="short_window"), mask)
+        *gates, v = u.split(width, dim=-1)  # each (B, T, d)
+        filters = self.filter.lags(length).view(length, width, self.order)  # (T, d, N)
+        lag = torch.arange(length, device=u.device)
+        lag = lag[:, None] - lag[None]  # (T, T): t − j
+        maps, z = None, v
+        for n, gate in enumerate(gates):
+            factor = filters[lag.clamp(min=0), :, n].permute(2, 0, 1) * (lag >= 0)  # (d, T, T): lⁿ_{t−j}
+            factor = factor + torch.diag_embed(self.conv_skip[:, n, None].expand(-1, length))  # + bⁿ I
+            factor = gate.transpose(1, 2)[..., None] * factor[None]  # (B, d, T, T): diag(xⁿ) (Tⁿ + bⁿ I)
+            maps = factor if maps is None else factor @ maps
+            conv = causal_fft_conv(z, filters[:, :, n])
+            z = gate * (conv + self.conv_skip[:, n] * z)
+        maps = maps * causal_key_mask(mask, length, u.device)
+        return MixingMap(maps, v.transpose(1, 2)[..., None], z.transpose(1, 2)[..., None])
+
+    def forward(
+        self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, recorder=None, **kw
+    ):
+        batch, length, width = hidden_states.shape
+        report_mixing_map(self, hidden_states, attention_mask, cache, recorder)
         mask = token_mask(attention_mask, length)
         state = cache.layer_state(self.layer_idx) if cache is not None else None
         u = zero_padding(self.in_proj(hidden_states), mask)  # (B, T, (N+1)d)

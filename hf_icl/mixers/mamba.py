@@ -34,6 +34,7 @@ from torch.nn import functional as F
 from transformers import initialization as init
 
 from .ops.diagonal_ssm import DiagonalSSM
+from .ops.mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
 from .ops.selective_scan import selective_scan, selective_state_update
@@ -76,6 +77,28 @@ class SelectiveSSM(nn.Module):
     def state_bytes(self) -> int:
         return self.A_log.numel() * 4
 
+    def selective_map(self, x, mask=None, block: int = 8) -> torch.Tensor:
+        """The exact map (B, d_inner, T, T) of S6 + D from a zero state, per channel d (Mamba's "attention"):
+
+            M^d_tj = Σ_n C_t[n] B_j[n] exp(A[d, n] (Δcum_t[d] − Δcum_j[d])) Δ_j[d]   (j ≤ t),   M^d_tt += D[d]
+
+        with Δcum float64 prefix sums (every exponent ≤ 0), `block` channels at a time to bound the (T, T, N) terms.
+        """
+        delta, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], dim=-1)
+        delta = zero_padding(F.softplus(self.dt_proj(delta)), mask).float()  # (B, T, D)
+        A = -torch.exp(self.A_log.float())  # (D, N)
+        cum = delta.double().cumsum(1).transpose(1, 2)  # (B, D, T)
+        allowed = causal_key_mask(mask, x.shape[1], x.device)[..., None]  # (B|1, 1, T, T, 1)
+        products = (C.float()[:, :, None, :] * B.float()[:, None, :, :])[:, None]  # (B, 1, T, T, N): C_t[n] B_j[n]
+        rows = []
+        for s in range(0, A.shape[0], block):
+            gap = (cum[:, s : s + block, :, None] - cum[:, s : s + block, None, :]).float()  # (B, b, T, T)
+            decay = (gap[..., None] * A[s : s + block, None, None, :]).masked_fill(allowed == 0, float("-inf")).exp()
+            rows.append((decay * products).sum(-1) * delta.transpose(1, 2)[:, s : s + block, None, :])
+        maps = torch.cat(rows, dim=1)  # (B, D, T, T)
+        real = causal_key_mask(mask, x.shape[1], x.device)[:, 0].diagonal(dim1=-2, dim2=-1)  # (B|1, T)
+        return maps + torch.diag_embed(self.D[None, :, None] * real[:, None])  # + D on the diagonal
+
     def forward(self, x, state=None, mask=None):
         """Apply S6 to `x` (B, T, d_inner); with a `MixerState`, continue from and update its `ssm_state`."""
         delta, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], dim=-1)
@@ -113,6 +136,7 @@ class MambaMixer(nn.Module):
 
     recurrent = True  # convolution window + SSM state
     returns_attention_maps = False
+    mixing_maps = True  # one (T, T) map per channel of d_inner: the SSM + D skip on the conv's output
 
     def __init__(self, config, layer_idx: int):
         super().__init__()
@@ -145,8 +169,22 @@ class MambaMixer(nn.Module):
         d, e, n, r = self.flop_dims
         return 3 * length * e * d * d + 7 * length * e * d * n + 2 * r * length * e * d
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
+    def ssm_map(self, x, mask):
+        return self.ssm.selective_map(x, mask)
+
+    def mixing_map(self, hidden_states, mask=None) -> MixingMap:
+        """Per channel: the SSM's map (with its D skip) on its input x (after the conv), before the SiLU(z) gate."""
+        x = F.linear(hidden_states, self.in_proj.weight.chunk(2)[0])
+        x = zero_padding(F.silu(self.conv(zero_padding(x, mask), None)), mask)  # (B, T, d_inner)
+        y = self.run_ssm(x, None, mask)
+        values, output = (t.transpose(1, 2)[..., None] for t in (x, y))  # (B, d_inner, T, 1)
+        return MixingMap(self.ssm_map(x, mask), values, output)
+
+    def forward(
+        self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, recorder=None, **kw
+    ):
         mask = token_mask(attention_mask, hidden_states.shape[1])  # (B, T) or None
+        report_mixing_map(self, hidden_states, attention_mask, cache, recorder)
         state = cache.layer_state(self.layer_idx) if cache is not None else None
         # two matmuls with contiguous outputs: slices of one (B, T, 2·d_inner) output make every later op strided
         x, z = (F.linear(hidden_states, weight) for weight in self.in_proj.weight.chunk(2))  # (B, T, d_inner) each
@@ -169,3 +207,7 @@ class S4MambaMixer(MambaMixer):
 
     def run_ssm(self, x, state, mask):
         return self.ssm(x, state)  # time-invariant: zeroed inputs at pads are enough (see DiagonalSSM)
+
+    def ssm_map(self, x, mask):
+        maps = self.ssm.toeplitz_map(x.shape[1])[None] * causal_key_mask(mask, x.shape[1], x.device)
+        return maps.expand(x.shape[0], -1, -1, -1)  # (B, d_inner, T, T)

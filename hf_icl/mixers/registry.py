@@ -9,6 +9,7 @@ skeleton builds a layer's mixer with `MIXERS[name](config, layer_idx)`. Nothing 
     class MyMixer(nn.Module):
         recurrent = True                 # cached decoding keeps a fixed-size state: O(1) per token
         returns_attention_maps = False   # softmax maps for `output_attentions` / the analysis tools
+        mixing_maps = False              # exact linear maps: `mixing_map(hidden_states, mask) -> ops.MixingMap`
         continuous_inputs = True         # works on `inputs_embeds` alone (False if it reads `input_ids`)
 
         def __init__(self, config, layer_idx): ...
@@ -96,6 +97,8 @@ class MixerSpec:
         config_fields: the fields it reads beyond the shared config, by name.
         recurrent: cached decoding keeps a fixed-size state (O(1) per token; `state_size()` is not `None`).
         attention_maps: it returns softmax attention probabilities for `output_attentions`.
+        mixing_maps: its output is linear in its values and `output_attentions` returns the exact (B, H, T, T) map
+            (`mixing_map(hidden_states, mask)`, see `ops.mixing_maps`); defaults to False when not declared.
         continuous_inputs: it works on `inputs_embeds` alone (no `input_ids`).
         check_config: `config -> None`, the mixer's checks across fields (its class's `check_config`), or `None`.
     """
@@ -106,6 +109,7 @@ class MixerSpec:
     recurrent: bool
     attention_maps: bool
     continuous_inputs: bool
+    mixing_maps: bool = False
     check_config: Callable[[Any], None] | None = None
 
 
@@ -152,7 +156,10 @@ def register_mixer(name: str, mixer_class: type | None = None, *, config_fields:
             attention_maps=bool(cls.returns_attention_maps),
             continuous_inputs=bool(getattr(cls, "continuous_inputs", True)),
             check_config=getattr(cls, "check_config", None),
+            mixing_maps=bool(getattr(cls, "mixing_maps", False)),
         )
+        if _SPECS[name].mixing_maps and not hasattr(cls, "mixing_map"):
+            raise ValueError(f"mixer {name!r} ({cls.__qualname__}) declares mixing_maps but has no mixing_map method")
         return cls
 
     return register(mixer_class) if mixer_class is not None else register

@@ -32,6 +32,7 @@ import torch
 from torch import nn
 from transformers import initialization as init
 
+from .ops.mixing_maps import MixingMap, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
 from .registry import register_mixer
@@ -143,6 +144,7 @@ class RWKVTimeMix(nn.Module):
 
     recurrent = True  # last input + (a, b, p)
     returns_attention_maps = False
+    mixing_maps = True  # per channel: a softmax over j ≤ t of k_j − w·(distance) and u + k_t (eq. 65)
 
     def __init__(self, config, layer_idx: int):
         super().__init__()
@@ -177,17 +179,46 @@ class RWKVTimeMix(nn.Module):
         init.copy_(self.time_mix_v, ramp**shallow + 0.3 * depth)
         init.copy_(self.time_mix_r, ramp ** (0.5 * shallow))
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
-        batch, length, width = hidden_states.shape
-        mask = token_mask(attention_mask, length)
+    def shifted(self, hidden_states, mask, last):
+        """x (padding zeroed), k, v (float32) and r (B, T, d) after the token shift from `last` (B, d)."""
         x = zero_padding(hidden_states, mask)  # padding reads as "no previous token" in the shift
-        state = cache.layer_state(self.layer_idx) if cache is not None else None
-        last = state.get("shift") if state is not None else None  # (B, d)
-        last = x.new_zeros(batch, width) if last is None else last
+        last = x.new_zeros(x.shape[0], x.shape[2]) if last is None else last
         previous = torch.cat([last[:, None], x[:, :-1]], dim=1)  # (B, T, d) token shift
         k = self.key(previous + self.time_mix_k * (x - previous)).float()  # (B, T, d)
         v = self.value(previous + self.time_mix_v * (x - previous)).float()
         r = self.receptance(previous + self.time_mix_r * (x - previous))
+        return x, k, v, r
+
+    def mixing_map(self, hidden_states, mask=None) -> MixingMap:
+        """Per channel: z_t = Σ_j softmax_j(ℓ_tj) v_j with ℓ_tj = k_j − w·(real tokens strictly between j and t)
+        for real j < t and ℓ_tt = u + k_t (eq. 65 unrolled), computed with the max subtracted; z is before σ(r)."""
+        _, k, v, _ = self.shifted(hidden_states, mask, None)
+        batch, length, width = k.shape
+        w, u = torch.exp(self.time_decay.float()), self.time_first.float()
+        real = torch.ones(1, length, dtype=torch.bool, device=k.device) if mask is None else mask
+        count = real.cumsum(1).to(k.dtype)  # real tokens up to and including t
+        before = count - real.to(k.dtype)
+        distance = (before[:, :, None] - count[:, None, :])[:, None]  # (B|1, 1, T, T)
+        logits = k.transpose(1, 2)[:, :, None, :] - w[None, :, None, None] * distance  # (B, d, T, T)
+        earlier = torch.ones(length, length, dtype=torch.bool, device=k.device).tril(-1)[None, None]
+        keep = earlier & real[:, None, None, :]
+        logits = logits.masked_fill(~keep, float("-inf"))
+        own = torch.diag_embed(u[:, None] + k.transpose(1, 2))  # (B, d, T, T) with u + k_t on the diagonal
+        eye = torch.eye(length, dtype=torch.bool, device=k.device)
+        maps = torch.softmax(torch.where(eye, own, logits), dim=-1)
+        z, _ = wkv_chunked(w, u, k, v, None, mask, self.chunk_size)
+        return MixingMap(maps, v.transpose(1, 2)[..., None], z.transpose(1, 2)[..., None])
+
+    def forward(
+        self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, recorder=None, **kw
+    ):
+        batch, length, width = hidden_states.shape
+        mask = token_mask(attention_mask, length)
+        report_mixing_map(self, hidden_states, attention_mask, cache, recorder)
+        state = cache.layer_state(self.layer_idx) if cache is not None else None
+        last = state.get("shift") if state is not None else None  # (B, d)
+        x, k, v, r = self.shifted(hidden_states, mask, last)
+        last = x.new_zeros(batch, width) if last is None else last
         w, u = torch.exp(self.time_decay.float()), self.time_first.float()
         wkv = None if state is None or state.get("a") is None else (state.get("a"), state.get("b"), state.get("p"))
         if wkv is not None and length == 1:  # decoding: O(1) per token

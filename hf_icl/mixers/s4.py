@@ -15,6 +15,7 @@ from __future__ import annotations
 from torch import nn
 
 from .ops.diagonal_ssm import DiagonalSSM
+from .ops.mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
 from .registry import register_mixer
@@ -32,6 +33,7 @@ class S4DMixer(nn.Module):
 
     recurrent = True  # the diagonal SSM state
     returns_attention_maps = False
+    mixing_maps = True  # one Toeplitz map per channel: K_{t−j} + D δ_tj
 
     def __init__(self, config, layer_idx: int):
         super().__init__()
@@ -43,7 +45,18 @@ class S4DMixer(nn.Module):
     def state_size(self) -> int:
         return self.ssm.state_bytes()
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
+    def mixing_map(self, hidden_states, mask=None) -> MixingMap:
+        """Per channel c: M_tj = K_c[t − j] + D_c δ_tj (eq. 75–76) on the input, before the GELU."""
+        x = zero_padding(hidden_states, mask)  # (B, T, d)
+        maps = self.ssm.toeplitz_map(x.shape[1])[None] * causal_key_mask(mask, x.shape[1], x.device)
+        maps = maps.expand(x.shape[0], -1, -1, -1)  # (B, d, T, T)
+        values, output = (t.transpose(1, 2)[..., None] for t in (x, self.ssm(x)))  # (B, d, T, 1)
+        return MixingMap(maps, values, output)
+
+    def forward(
+        self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, recorder=None, **kw
+    ):
+        report_mixing_map(self, hidden_states, attention_mask, cache, recorder)
         x = zero_padding(hidden_states, token_mask(attention_mask, hidden_states.shape[1]))  # (B, T, d)
         state = cache.layer_state(self.layer_idx) if cache is not None else None
         y = self.ssm(x, state)  # (B, T, d)

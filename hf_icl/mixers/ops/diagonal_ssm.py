@@ -88,6 +88,14 @@ class DiagonalSSM(nn.Module):
         dtA, _, B_bar = self.discretize()
         return _kernel(torch.view_as_complex(self.C) * B_bar, _powers(dtA, length))
 
+    def toeplitz_map(self, length: int) -> torch.Tensor:
+        """The exact map (C, T, T) of `forward` from a zero state: M_tj = K_{t−j} (j ≤ t) plus D on the diagonal."""
+        kernel = self.kernel(length).t()  # (C, L)
+        lag = torch.arange(length, device=kernel.device)
+        lag = lag[:, None] - lag[None]  # (T, T): t − j
+        maps = kernel[:, lag.clamp(min=0)] * (lag >= 0)  # (C, T, T)
+        return maps + torch.diag_embed(self.D[:, None].expand(-1, length))
+
     def forward(self, u: torch.Tensor, state=None, prefix: str = "ssm") -> torch.Tensor:
         """Apply the SSMs to `u` (B, T, C, *E); with a `MixerState`, continue from / store its entry `prefix`.
 

@@ -30,8 +30,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .chunk_decays import KeyDimDecays, head_decays, key_dim_scores
+from .chunk_decays import KeyDimDecays, head_decays, key_dim_scores, tiled_scores
 from .chunk_states import ChunkStates
+from .mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .padding import token_mask, zero_padding
 from .residual import residual_projection
 
@@ -169,6 +170,31 @@ def linear_recurrence(q, k, v, log_decay=None, mask=None, state=None, chunk_size
     return out
 
 
+def linear_recurrence_map(q, k, log_decay=None, mask=None):
+    """The exact map M (B, H, T, T) of `linear_recurrence`: M_tj = Σ_d q_td k_jd exp(b_td − b_jd) for j ≤ t.
+
+    One decay per head: a (T, T) mask of float64 prefix-sum differences (≤ 0 where j ≤ t). Per key dimension: the
+    sub-chunk tiling of `chunk_decays.tiled_scores` on the whole sequence, every factor ≤ 1 or clamped where exact.
+
+    Args:
+        q, k: (B, H, T, Dk); log_decay as in `chunked_linear_attention`; mask: (B, T) real tokens or `None`.
+    """
+    batch, heads, length, dk = q.shape
+    q, k = q.float(), k.float()
+    allowed = causal_key_mask(mask, length, q.device)  # (B|1, 1, T, T)
+    if log_decay is None:
+        return (q @ k.transpose(-1, -2)) * allowed
+    g = log_decay.float().expand(batch, heads, length, -1)
+    if mask is not None:
+        g = g * mask[:, None, :, None]
+    b = g.double().cumsum(2)  # (B, H, T, 1|Dk)
+    if g.shape[-1] == 1:
+        decay = (b[..., 0, None] - b[..., None, :, 0]).float().masked_fill(allowed == 0, float("-inf")).exp()
+        return (q @ k.transpose(-1, -2)) * decay
+    scores = tiled_scores(q.reshape(-1, length, dk), k.reshape(-1, length, dk), b.reshape(-1, length, dk))
+    return scores.view(batch, heads, length, length) * allowed
+
+
 class GatedLinearRecurrenceMixer(nn.Module):
     """The body RetNet's retention and GLA share (paper 1, eqs. 32–38 and 43–49): q (scaled by 1/√Dk), k and v per
     head, the recurrence with the subclass's decay, a per-head norm without affine parameters, the swish output
@@ -187,7 +213,8 @@ class GatedLinearRecurrenceMixer(nn.Module):
     """
 
     recurrent = True  # decoding updates the fixed-size S
-    returns_attention_maps = False  # decayed, unnormalised scores
+    returns_attention_maps = False  # decayed, unnormalised scores: the exact map comes from `mixing_map`
+    mixing_maps = True
 
     def __init__(self, config, layer_idx: int, key_width: int, value_width: int, gate_bias: bool):
         super().__init__()
@@ -230,8 +257,19 @@ class GatedLinearRecurrenceMixer(nn.Module):
         parts = fused.split([layer.out_features for layer in layers], dim=-1)
         return (part.view(heads).transpose(1, 2) for part in parts)  # (B, H, T, Dk), (B, H, T, Dk), (B, H, T, Dv)
 
-    def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, **kwargs):
+    def mixing_map(self, hidden_states, mask=None) -> MixingMap:
+        """M_tj = Σ_d q_td k_jd exp(b_td − b_jd) on z = M v, the recurrence's output before the norm and gate."""
+        query, key, value = self.project(hidden_states)
+        query, key = self.rotate(query, key, None)
+        log_decay = self.log_decay(hidden_states)
+        out = linear_recurrence(query, key, value, log_decay, mask, None, self.config.scan_chunk_size)
+        return MixingMap(linear_recurrence_map(query, key, log_decay, mask), value, out)
+
+    def forward(
+        self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, recorder=None, **kw
+    ):
         batch, length, _ = hidden_states.shape
+        report_mixing_map(self, hidden_states, attention_mask, cache, recorder)
         query, key, value = self.project(hidden_states)
         query, key = self.rotate(query, key, cache)
         out = linear_recurrence(

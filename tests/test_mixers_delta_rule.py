@@ -1,0 +1,215 @@
+"""The 2024–2025 recurrent mixers against token-by-token recurrences written from their papers (values and
+gradients): the delta rule, the gated delta rule, RWKV-7, Mamba-2's SSD, Based's Taylor linear attention, and
+sliding-window attention against a dense masked softmax."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import hf_icl
+from hf_icl.mixers import MIXERS
+from hf_icl.mixers.based import taylor_features
+from hf_icl.mixers.ops.delta_rule import dplr_chunked
+from hf_icl.modeling.cache import ICLCache
+
+
+def delta_rule_naive(q, k, v, beta, alpha=None):
+    """Yang et al. 2024 eq. 1 (gated: Yang, Kautz & Hatamizadeh 2025 eq. 10), S (Dk, Dv), float64:
+    S_t = α_t S_{t−1} + β_t k_t (v_t − α_t S_{t−1}ᵀ k_t)ᵀ,  o_t = S_tᵀ q_t."""
+    batch, heads, length, dk = q.shape
+    s = torch.zeros(batch, heads, dk, v.shape[-1], dtype=torch.float64)
+    outs = []
+    for t in range(length):
+        decayed = s if alpha is None else alpha[:, :, t, :, None] * s
+        error = v[:, :, t] - torch.einsum("bhkv,bhk->bhv", decayed, k[:, :, t])  # v_t − (α S)ᵀ k_t
+        s = decayed + beta[:, :, t, :, None] * k[:, :, t, :, None] * error[:, :, None, :]
+        outs.append(torch.einsum("bhkv,bhk->bhv", s, q[:, :, t]))
+    return torch.stack(outs, 2), s
+
+
+def rwkv7_naive(r, w, k, v, kk, a):
+    """Peng et al. 2025 eq. 16, transposed to S (Dk, Dv): S_t = diag(w_t) S_{t−1} − (κ̂ ⊙ a)(κ̂ᵀ S_{t−1}) + k vᵀ."""
+    batch, heads, length, dk = r.shape
+    s = torch.zeros(batch, heads, dk, v.shape[-1], dtype=torch.float64)
+    outs = []
+    for t in range(length):
+        removed = torch.einsum("bhk,bhkv->bhv", kk[:, :, t], s)  # κ̂ᵀ S
+        s = w[:, :, t, :, None] * s - (kk[:, :, t] * a[:, :, t])[..., None] * removed[:, :, None]
+        s = s + k[:, :, t, :, None] * v[:, :, t, None, :]
+        outs.append(torch.einsum("bhkv,bhk->bhv", s, r[:, :, t]))
+    return torch.stack(outs, 2), s
+
+
+def random_inputs(seed, batch, heads, length, dk, dv):
+    gen = torch.Generator().manual_seed(seed)
+    q, k = (torch.randn(batch, heads, length, dk, generator=gen, dtype=torch.float64) for _ in range(2))
+    v = torch.randn(batch, heads, length, dv, generator=gen, dtype=torch.float64)
+    k = F.normalize(k, dim=-1)
+    beta = torch.rand(batch, heads, length, 1, generator=gen, dtype=torch.float64)
+    return gen, q, k, v, beta
+
+
+shapes = dict(
+    seed=st.integers(0, 10_000),
+    length=st.integers(1, 50),
+    chunk=st.sampled_from([1, 4, 16, 64]),
+    dk=st.integers(1, 6),
+    dv=st.integers(1, 5),
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(**shapes, gated=st.booleans(), strength=st.sampled_from([0.01, 1.0, 30.0]))
+def test_chunked_delta_rule_equals_the_papers_recurrence(seed, length, chunk, dk, dv, gated, strength):
+    gen, q, k, v, beta = random_inputs(seed, 2, 2, length, dk, dv)
+    log_alpha = -strength * torch.rand(2, 2, length, 1, generator=gen, dtype=torch.float64) if gated else None
+    alpha = None if log_alpha is None else log_alpha.exp()
+    remove = -beta * k if alpha is None else -alpha * beta * k
+    out, state = dplr_chunked(q, beta * k, v, k, remove, log_alpha, chunk)
+    ref, ref_state = delta_rule_naive(q, k, v, beta, alpha)
+    torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=1e-5)
+    torch.testing.assert_close(state.double(), ref_state, atol=2e-5, rtol=1e-5)
+
+
+@settings(max_examples=25, deadline=None)
+@given(**shapes)
+def test_chunked_rwkv7_equals_the_papers_recurrence(seed, length, chunk, dk, dv):
+    gen, r, k, v, _ = random_inputs(seed, 2, 2, length, dk, dv)
+    kk = F.normalize(torch.randn(2, 2, length, dk, generator=gen, dtype=torch.float64), dim=-1)
+    a = torch.rand(2, 2, length, dk, generator=gen, dtype=torch.float64)
+    log_w = -math.exp(-0.5) * torch.rand(2, 2, length, dk, generator=gen, dtype=torch.float64)
+    out, state = dplr_chunked(r, k, v, -kk, kk * a, log_w, min(chunk, 32))
+    ref, ref_state = rwkv7_naive(r, log_w.exp(), k, v, kk, a)
+    torch.testing.assert_close(out.double(), ref, atol=2e-5, rtol=1e-5)
+    torch.testing.assert_close(state.double(), ref_state, atol=2e-5, rtol=1e-5)
+
+
+def test_per_key_dim_decays_beyond_the_bound_are_refused():
+    q = torch.randn(1, 1, 64, 4)
+    with pytest.raises(ValueError, match="shorter chunk_size"):
+        dplr_chunked(q, q, q, q, q, torch.full((1, 1, 64, 4), -1.0), chunk_size=64)
+
+
+@pytest.mark.parametrize("kind", ["delta", "gated", "rwkv7"])
+def test_chunked_gradients_equal_the_recurrence_gradients(kind):
+    gen, q, k, v, beta = random_inputs(1, 2, 2, 45, 4, 3)
+    g = -torch.rand(2, 2, 45, 1 if kind == "gated" else 4, generator=gen, dtype=torch.float64) * 0.6
+    leaves = [t.clone().requires_grad_() for t in (q, k, v, beta, g)]
+
+    def chunked(q, k, v, beta, g):
+        if kind == "delta":
+            return dplr_chunked(q, beta * k, v, k, -beta * k, None, 16)[0]
+        if kind == "gated":
+            return dplr_chunked(q, beta * k, v, k, -g.exp() * beta * k, g, 16)[0]
+        return dplr_chunked(q, k, v, -F.normalize(k, dim=-1), F.normalize(k, dim=-1) * beta, g, 16)[0]
+
+    def naive(q, k, v, beta, g):
+        if kind == "delta":
+            return delta_rule_naive(q, k, v, beta)[0]
+        if kind == "gated":
+            return delta_rule_naive(q, k, v, beta, g.exp())[0]
+        kk = F.normalize(k, dim=-1)
+        return rwkv7_naive(q, g.exp(), k, v, kk, beta.expand_as(kk))[0]
+
+    weights = torch.randn(2, 2, 45, 3, generator=gen, dtype=torch.float64)
+    grads = [
+        torch.autograd.grad((f(*leaves).double() * weights).sum(), leaves, allow_unused=True, materialize_grads=True)
+        for f in (naive, chunked)
+    ]
+    for got, ref in zip(grads[1], grads[0]):
+        torch.testing.assert_close(got.double(), ref, atol=1e-4, rtol=1e-4)
+
+
+def tiny_mixer(arch, **overrides):
+    torch.manual_seed(0)
+    config = hf_icl.config_for(arch, "tiny", vocab_size=20, **overrides)
+    mixer = MIXERS[config.mixer_types[0]](config, layer_idx=0)
+    for module in mixer.modules():
+        if hasattr(module, "reset_mixer_parameters"):
+            module.reset_mixer_parameters()
+    return mixer.double()
+
+
+def ssd_naive(x, delta, A, B, C, D):
+    """Mamba-2 (Dao & Gu 2024, §3): h_t = exp(Δ_t A) h_{t−1} + Δ_t B_t x_tᵀ, y_t = C_tᵀ h_t + D x_t, per head."""
+    batch, heads, length, p = x.shape
+    h = torch.zeros(batch, heads, B.shape[-1], p, dtype=torch.float64)
+    outs = []
+    for t in range(length):
+        h = torch.exp(delta[:, :, t] * A[:, None])[..., None] * h
+        h = h + delta[:, :, t, :, None] * B[:, :, t, :, None] * x[:, :, t, None, :]
+        outs.append(torch.einsum("bhn,bhnp->bhp", C[:, :, t].expand(-1, heads, -1), h) + D[:, None] * x[:, :, t])
+    return torch.stack(outs, 2)
+
+
+def test_mamba2_ssd_equals_the_papers_recurrence_in_values_and_gradients():
+    mixer = tiny_mixer("mamba2")
+    with torch.no_grad():
+        mixer.dt_bias.add_(2.0)  # large steps: strong decays within a chunk
+    hidden = torch.randn(2, 70, 64, dtype=torch.float64, requires_grad=True)
+    x, B, C, delta, _ = mixer.coefficients(hidden, None, None)
+    A = -mixer.A_log.exp()
+    got, ref = mixer.ssd(x, B, C, delta, None, None), ssd_naive(x, delta, A, B, C, mixer.D)
+    torch.testing.assert_close(got.double(), ref, atol=1e-6, rtol=1e-6)
+    weights = torch.randn_like(ref)
+    grads = [
+        torch.autograd.grad((y.double() * weights).sum(), [hidden, mixer.A_log], retain_graph=True) for y in (got, ref)
+    ]
+    for a, b in zip(*grads):
+        torch.testing.assert_close(a, b, atol=1e-6, rtol=1e-5)
+
+
+def test_taylor_features_give_the_second_order_taylor_kernel():
+    x, y = torch.randn(5, 16, dtype=torch.float64), torch.randn(5, 16, dtype=torch.float64)
+    s = (x * y).sum(-1) / 4.0  # q·k / √d_f
+    torch.testing.assert_close((taylor_features(x) * taylor_features(y)).sum(-1), 1 + s + s**2 / 2)
+    assert taylor_features(x).shape[-1] == 1 + 16 + 16 * 17 // 2
+
+
+def test_based_equals_normalised_taylor_attention_in_values_and_gradients():
+    mixer = tiny_mixer("based")
+    hidden = torch.randn(2, 50, 64, dtype=torch.float64, requires_grad=True)
+    phi_q, phi_k, v = mixer.coefficients(hidden)
+    got = mixer.attend(phi_q, phi_k, v, None, None)
+    num = torch.zeros_like(v[:, :, 0, :, None] * phi_k[:, :, 0, None, :]).transpose(-1, -2)
+    den = torch.zeros_like(phi_k[:, :, 0])
+    outs = []
+    for t in range(50):  # y_t = φ(q_t)ᵀ Σ φ(k_j) v_jᵀ / φ(q_t)ᵀ Σ φ(k_j)
+        num = num + phi_k[:, :, t, :, None] * v[:, :, t, None, :]
+        den = den + phi_k[:, :, t]
+        outs.append(torch.einsum("bhf,bhfv->bhv", phi_q[:, :, t], num) / (phi_q[:, :, t] * den).sum(-1, True))
+    ref = torch.stack(outs, 2)
+    torch.testing.assert_close(got, ref, atol=1e-5, rtol=1e-4)  # the chunked form runs in float32
+    weights = torch.randn_like(ref)
+    grads = [torch.autograd.grad((y * weights).sum(), hidden, retain_graph=True)[0] for y in (got, ref)]
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("window", [1, 3, 8, 40])
+def test_sliding_window_attention_equals_dense_masked_softmax_and_its_cache(window):
+    config = hf_icl.config_for("based", "tiny", vocab_size=20, attention_window=window)
+    torch.manual_seed(0)
+    mixer = MIXERS["sliding_window_attention"](config, layer_idx=1).eval()
+    hidden = torch.randn(2, 12, 64)
+    q, k, v = mixer.split_heads(hidden)
+    from hf_icl.mixers.positions import rope_rotate
+
+    q, k = rope_rotate(q, k, 0, config.rope_theta)
+    distance = torch.arange(12)[:, None] - torch.arange(12)[None]
+    scores = (q @ k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    scores = scores.masked_fill(~((distance >= 0) & (distance < window)), float("-inf"))
+    ref = mixer.merge_heads((scores.softmax(-1) @ v).transpose(1, 2))
+    with torch.no_grad():
+        torch.testing.assert_close(mixer(hidden), ref, atol=1e-5, rtol=1e-5)
+        cache = ICLCache(2)
+        parts = [mixer(hidden[:, :5], cache=cache)]
+        cache.advance(5)
+        for t in range(5, 12):
+            parts.append(mixer(hidden[:, t : t + 1], cache=cache))
+            cache.advance(1)
+            assert cache.layer_state(1).get("key").shape[2] == window - 1  # a fixed-size state
+    torch.testing.assert_close(torch.cat(parts, 1), ref, atol=1e-5, rtol=1e-5)
