@@ -21,6 +21,7 @@ from .layers import DecoderBlock, build_norm
 from .ngram_blocks import build_layers
 from .outputs import ForwardRecorder, ICLCausalLMOutput, ICLModelOutput
 from .remote_code import save_pretrained_with_code
+from .states import per_position_states, requested_positions
 
 # transformers 5.24 renamed `past_key_values` to `cache`; the old name still works, with transformers' warning.
 renamed_cache_kwarg = deprecate_kwarg("past_key_values", version="6.0.0", new_name="cache", raise_if_both_names=True)
@@ -180,11 +181,16 @@ class ICLModel(ICLPreTrainedModel):
         output_hidden_states: bool | None = None,
         return_dict: bool | None = None,
         block_context: dict | None = None,
+        output_states: bool | list[int] | None = None,
         **kwargs,
     ) -> ICLModelOutput:
         """Run the decoder.
 
         Args:
+            output_states (`bool` or `list[int]`, *optional*): return in `states`, for every layer, its recurrent
+                state after each position (`True`) or after the given positions, as `{name: (B, P, *shape)}` equal
+                to the decode cache's state there (`None` for layers without a fixed-size state); the positions are
+                in `state_positions`. See `modeling/states.py`.
             output_attentions (`bool`, *optional*): return one (B, H, T, S) probability map per block application
                 in `attentions` (`None` for blocks without softmax attention); attention takes its eager path for
                 this call only. Defaults to `config.output_attentions`.
@@ -217,6 +223,13 @@ class ICLModel(ICLPreTrainedModel):
             cache = ICLCache(self.config.num_hidden_layers)
         past_length = cache.get_seq_length() if cache is not None else 0
 
+        states = positions = None
+        if output_states:
+            if cache is not None and cache.get_seq_length() > 0:
+                raise ValueError("output_states needs a forward from the sequence start (no cache continued)")
+            length = (input_ids if input_ids is not None else inputs_embeds).shape[1]
+            positions = requested_positions(output_states, length)
+            positions, states = per_position_states(self, input_ids, inputs_embeds, attention_mask, positions)
         hidden_states = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, d)
         length = hidden_states.shape[1]
         if attention_mask is not None and bool(attention_mask.all()):
@@ -246,6 +259,8 @@ class ICLModel(ICLPreTrainedModel):
             hidden_states=tuple(all_hidden_states) if output_hidden_states else None,
             attentions=tuple(recorder.attentions) if output_attentions else None,
             aux_losses=recorder.aux_losses,
+            states=states,
+            state_positions=positions,
         )
 
 
@@ -298,12 +313,13 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
         return_dict: bool | None = None,
         logits_to_keep: int = 0,
         block_context: dict | None = None,
+        output_states: bool | list[int] | None = None,
         **kwargs,
     ) -> ICLCausalLMOutput:
         """Next-token logits; `loss` is the token cross-entropy only (the trainer weights and adds `aux_losses`).
 
         Args:
-            output_attentions, block_context: as in `ICLModel.forward`.
+            output_attentions, block_context, output_states: as in `ICLModel.forward`.
             Other arguments are the usual `transformers` ones; remaining `kwargs` go to the loss function.
         """
         outputs = self.model(
@@ -316,6 +332,7 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
             output_attentions=output_attentions,
             output_hidden_states=output_hidden_states,
             block_context=block_context,
+            output_states=output_states,
         )
         hidden_states = outputs.last_hidden_state
         if logits_to_keep:
@@ -331,4 +348,6 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
             hidden_states=outputs.hidden_states,
             attentions=outputs.attentions,
             aux_losses=outputs.aux_losses,
+            states=outputs.states,
+            state_positions=outputs.state_positions,
         )

@@ -56,10 +56,16 @@ class ICLModelOutput(BaseModelOutputWithPast):
     Args:
         aux_losses (`dict[str, torch.Tensor]`): named scalar losses (an empty dict when no block reported one).
         attentions (`tuple[torch.Tensor | None]`, *optional*): with `output_attentions=True`, one (B, H, T, S)
-            probability map per block application, `None` for blocks without softmax attention.
+            map per block application: softmax probabilities, or the exact linear token-mixing map
+            (`mixers/ops/mixing_maps.py`); `None` for blocks without either (LSTM, n-gram blocks).
+        states (`tuple[dict | None]`, *optional*): with `output_states`, per layer `{name: (B, P, *shape)}`, the
+            cache state after each of `state_positions` (`modeling/states.py`); `None` for non-recurrent layers.
+        state_positions (`list[int]`, *optional*): the P positions of `states`.
     """
 
     aux_losses: dict[str, torch.Tensor] | None = None
+    states: tuple | None = None
+    state_positions: list[int] | None = None
 
 
 @dataclass
@@ -69,7 +75,9 @@ class ICLCausalLMOutput(CausalLMOutputWithPast):
     Args:
         aux_losses (`dict[str, torch.Tensor]`): named scalar losses for the trainer to weight and add (an empty
             dict when none).
-        attentions (`tuple[torch.Tensor | None]`, *optional*): as in `ICLModelOutput`.
+        attentions, states, state_positions: as in `ICLModelOutput`.
     """
 
     aux_losses: dict[str, torch.Tensor] | None = None
+    states: tuple | None = None
+    state_positions: list[int] | None = None
