@@ -7,6 +7,7 @@ from transformers import AutoModelForCausalLM
 
 import hf_icl
 from hf_icl.architectures import ARCHITECTURES
+from hf_icl.modeling.states import state_size_report
 
 RECURRENT = [name for name in hf_icl.list_architectures() if ARCHITECTURES[name].recurrent_decode]
 
@@ -58,3 +59,19 @@ def test_attention_layers_report_no_state_and_positions_are_checked():
     assert [s is not None for s in out.states] == kinds and not all(kinds)
     with pytest.raises(ValueError, match="output_states position 6"):
         model(torch.randint(1, 20, (1, 6)), output_states=[6])
+
+
+@pytest.mark.parametrize("arch", ["transformer", "gla", "mamba2", "based", "hyena"])
+def test_state_size_is_counted_the_zoology_way(arch):
+    """A recurrent model's fixed state (its declared size at any length); attention's KV cache at length T."""
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(hf_icl.config_for(arch, "tiny", vocab_size=20)).eval()
+    short, long = (state_size_report(model, length) for length in (64, 256))
+    declared = model.model.state_size()
+    assert short["fixed"] == long["fixed"] == (declared is not None)
+    if declared is not None:
+        assert short["bytes_per_sequence"] == long["bytes_per_sequence"] == declared
+    else:
+        assert long["bytes_per_sequence"] > short["bytes_per_sequence"]
+    if arch == "transformer":  # L × (keys, values) × T × d × 4 bytes
+        assert long["bytes_per_sequence"] == 2 * 2 * 256 * 64 * 4

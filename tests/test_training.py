@@ -55,6 +55,8 @@ def test_smoke_run_writes_reports_and_learns(smoke_run):
     assert set(metrics["test"]["baselines"]) >= {"1-gram (paper)", "2-gram (paper)", "3-gram (paper)"}
     assert 0 <= metrics["test"]["model"]["accuracy"] <= 1 and 0 <= metrics["test"]["model"]["tvd"] <= 1
     assert metrics["run_config"]["train_on_delimiter"] is True
+    # the tiny Transformer's KV cache at 512 tokens: 2 layers × (keys, values) × 512 × d = 64 × 4 bytes
+    assert metrics["state_size"] == {"bytes_per_sequence": 2 * 2 * 512 * 64 * 4, "length": 512, "fixed": False}
     for name in ("summary.md", "training_curves.png", "model/model.safetensors", "model/tokenizer.json"):
         assert (smoke_run / name).is_file(), name
     assert (smoke_run / "training_curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
@@ -70,6 +72,7 @@ def test_model_card(smoke_run):
     assert meta["datasets"] == ["hf_icl/regbench"] and meta["metrics"] == ["accuracy", "tvd"]
     metrics = json.loads((smoke_run / "metrics.json").read_text())
     assert f"{metrics['num_parameters']:,} parameters" in body
+    assert f"{metrics['state_size']['bytes_per_sequence']:,} bytes at 512 tokens" in body
     assert f"| this model | {metrics['test']['model']['accuracy']:.4f} |" in body
     assert "| 3-gram (paper) |" in body
     assert "trust_remote_code=True" in body and 'pipeline("text-generation"' in body

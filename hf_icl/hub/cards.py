@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from ..evaluation.tables import markdown_table
+from ..modeling.states import state_size_report
 
 TEMPLATE_DIR = Path(__file__).parent / "model_cards"
 USAGE = {
@@ -39,6 +40,14 @@ def metric_names(metrics: dict) -> list[str]:
     return list(dict.fromkeys(key for row in rows for key in row))
 
 
+def describe_state_size(report: dict) -> str:
+    """One phrase for the card: the fixed recurrent state, or the growing cache at the measured length."""
+    size = f"{report['bytes_per_sequence']:,} bytes"
+    if report["fixed"]:
+        return f"{size} (a fixed-size recurrent state, the same at any length)"
+    return f"{size} at {report['length']} tokens (the cache grows with the sequence: attention's keys and values)"
+
+
 def render_model_card(model, metrics: dict, training_arguments: dict, family, repo_id: str | None = None) -> str:
     """Render the card of a trained checkpoint.
 
@@ -60,6 +69,7 @@ def render_model_card(model, metrics: dict, training_arguments: dict, family, re
         architecture=training_arguments.get("architecture", config.model_type),
         preset=config.preset or "custom",
         num_parameters=model.num_parameters(),
+        state_size=describe_state_size(state_size_report(model)),
         task=task,
         dataset=f"hf_icl/{task}",
         task_config=f"N={training_arguments.get('n_train')}, seed={training_arguments.get('task_seed')}",

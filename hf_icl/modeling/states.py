@@ -67,3 +67,32 @@ def per_position_states(model, input_ids, inputs_embeds, attention_mask, positio
         names = snapshots[0][i].keys()
         states.append({name: torch.stack([snap[i][name] for snap in snapshots], dim=1) for name in names})
     return positions, tuple(states)
+
+
+STATE_SIZE_LENGTH = 512  # T at which a growing cache (attention's KV, Hyena's histories) is counted
+
+
+@torch.no_grad()
+def state_size_report(model, length: int = STATE_SIZE_LENGTH) -> dict:
+    """Bytes of state per sequence the zoology way: a recurrent model's fixed state, an attention model's KV cache
+    (and any other growing cache) after `length` tokens, measured from one prefill of that length through a cache.
+
+    Args:
+        model: any hf_icl model (a causal LM, a regression model or a backbone).
+        length: T for the growing caches.
+
+    Returns:
+        `{"bytes_per_sequence": int, "length": T, "fixed": bool}`; `fixed` when every layer's state has a declared
+        size (it is then the same at any T).
+    """
+    backbone = getattr(model, getattr(model, "base_model_prefix", ""), model)
+    parameter = next(backbone.parameters())
+    if backbone.embed_tokens is None:
+        inputs = {"inputs_embeds": parameter.new_zeros(1, length, backbone.config.hidden_size)}
+    else:
+        inputs = {"input_ids": torch.ones(1, length, dtype=torch.long, device=parameter.device)}
+    was_training = backbone.training
+    backbone.eval()
+    cache = backbone(**inputs, use_cache=True).cache
+    backbone.train(was_training)
+    return {"bytes_per_sequence": cache.nbytes_per_sequence(), "length": length, "fixed": backbone.state_size() is not None}

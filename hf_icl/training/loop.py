@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from ..architectures import config_for
 from ..architectures.heads import build_model
 from ..evaluation.tables import markdown_table
+from ..modeling.states import state_size_report
 from ..tasks import EvalRequest, TaskData, TaskFamily, TaskRequest, family_of
 from .arguments import RunArguments
 from .checkpoints import (
@@ -400,6 +401,7 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         "architecture": args.architecture,
         "preset": args.preset,
         "num_parameters": model.num_parameters(),
+        "state_size": state_size_report(model),
         "test": test,
         **({"validation": validation} if validation is not None else {}),
         "train": {

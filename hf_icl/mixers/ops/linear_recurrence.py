@@ -103,6 +103,14 @@ def _chunked(q, k, v, log_decay, size, initial_state):
         mask, *scales, decay = head_decays(g, batch, length, size, causal)
         out, state = ChunkStates.apply(q, k, v, None, mask, *scales, decay.transpose(-1, -2), state)
         return _from_chunks(out, length), state
+    if g.shape[-1] == 1:  # one data-dependent decay per head (Mamba-2): (C, C) masks, autograd through them
+        b = _in_chunks(g.expand(batch, heads, length, 1), n, size).double().cumsum(dim=3)  # (B, H, N, C, 1)
+        total = b[:, :, :, -1:]  # (B, H, N, 1, 1)
+        gaps = (b - b.transpose(-1, -2)).float().masked_fill(~causal, float("-inf"))  # b_i − b_j, (B, H, N, C, C)
+        scores = (q @ k.transpose(-1, -2)) * gaps.exp()
+        q_decayed, k_state = q * b.float().exp(), k * (total - b).float().exp()
+        out, state = ChunkStates.apply(q_decayed, k_state, v, scores, None, None, None, total.float().exp(), state)
+        return _from_chunks(out, length), state
     g = _in_chunks(g.expand(batch, heads, length, dk), n, size)  # (B, H, N, C, Dk)
     q_decayed, k_intra, k_state, decay, b = KeyDimDecays.apply(q, k, g)
     scores = key_dim_scores(q, k, q_decayed, k_intra, b, causal)  # (B, H, N, C, C)
