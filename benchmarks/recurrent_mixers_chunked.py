@@ -78,6 +78,15 @@ def build(mixer_name):
     return mixer, config
 
 
+def forward_backward(mixer, x):
+    def step():
+        mixer(x).square().mean().backward()
+        mixer.zero_grad(set_to_none=True)
+        x.grad = None
+
+    return step
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--lengths", type=int, nargs="+", default=[2048])
@@ -98,11 +107,7 @@ def main():
                     naive = mixer(x)
             torch.testing.assert_close(naive, chunked, atol=1e-4, rtol=1e-3)
 
-            def step():
-                mixer(x).square().mean().backward()
-                mixer.zero_grad(set_to_none=True)
-                x.grad = None
-
+            step = forward_backward(mixer, x)
             times = []
             for _ in range(args.rounds):
                 with swapped(module, name, NAIVE[name]):

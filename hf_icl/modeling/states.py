@@ -95,4 +95,5 @@ def state_size_report(model, length: int = STATE_SIZE_LENGTH) -> dict:
     backbone.eval()
     cache = backbone(**inputs, use_cache=True).cache
     backbone.train(was_training)
-    return {"bytes_per_sequence": cache.nbytes_per_sequence(), "length": length, "fixed": backbone.state_size() is not None}
+    fixed = backbone.state_size() is not None
+    return {"bytes_per_sequence": cache.nbytes_per_sequence(), "length": length, "fixed": fixed}
