@@ -11,7 +11,9 @@ round, round after round, so all pairs see the same machine load. The figure is 
 and it is not inflated while other processes hold the cores (`common.median_time` times wall clock, hence the loop).
 
 A recurrent architecture (`model.model.state_size()` is not None) should cost the same per token at any context:
-target 2048/128 ≤ 1.3. "× transformer" is the time relative to `icl_transformer` at the same context.
+target 2048/128 ≤ 1.3. "× transformer" is the time relative to `icl_transformer` at the same context. The state
+columns are the zoology-style state size: the bytes per sequence the cache holds after each prefill (a recurrent
+model's fixed state; attention's keys and values, Hyena's histories, which grow with the context).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ class GreedyDecoder:
         prompt = torch.randint(1, vocab, (1, context), generator=torch.Generator().manual_seed(context))
         out = model(prompt, use_cache=True)
         self.cache, self.token = out.cache, out.logits[:, -1:].argmax(-1)  # token (1, 1)
+        self.state_bytes = self.cache.nbytes_per_sequence()  # after the prefill of `context` tokens
 
     @torch.no_grad()
     def step(self) -> float:
@@ -56,27 +59,28 @@ def build(arch: str, args):
     return model, {ctx: GreedyDecoder(model, ctx, args.vocab) for ctx in args.contexts}
 
 
-def print_results(times, states, failures, args) -> None:
+def print_results(times, states, state_bytes, failures, args) -> None:
     short, long = args.contexts
     reference = times["transformer"]
     print(f"preset={args.preset} threads={torch.get_num_threads()} rounds={args.steps} (median) vocab={args.vocab}\n")
     print(
-        f"| architecture | state (bytes/seq) | ms/token @{short} | ms/token @{long} | {long}/{short} "
-        f"| × transformer @{short} | × transformer @{long} |"
+        f"| architecture | state (bytes/seq) @{short} | state (bytes/seq) @{long} | ms/token @{short} "
+        f"| ms/token @{long} | {long}/{short} | × transformer @{short} | × transformer @{long} |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     missed = []
     for arch, per_context in times.items():
         ratio = per_context[long] / per_context[short]
         if states[arch] is not None and ratio > TARGET:
             missed.append(arch)
-        state = states[arch] if states[arch] is not None else "grows (KV / history)"
+        fixed = "" if states[arch] is not None else " (grows)"
         print(
-            f"| {arch} | {state} | {per_context[short]:.3f} | {per_context[long]:.3f} | {ratio:.2f} "
+            f"| {arch} | {state_bytes[arch][short]}{fixed} | {state_bytes[arch][long]}{fixed} "
+            f"| {per_context[short]:.3f} | {per_context[long]:.3f} | {ratio:.2f} "
             f"| {per_context[short] / reference[short]:.2f} | {per_context[long] / reference[long]:.2f} |"
         )
     for arch, error in failures.items():
-        print(f"| {arch} | failed: {error[:100]} | | | | | |")
+        print(f"| {arch} | failed: {error[:100]} | | | | | | |")
     recurrent = [arch for arch in times if states[arch] is not None]
     verdict = "all within target" if not missed else f"over target: {', '.join(missed)}"
     print(f"\nrecurrent architectures ({', '.join(recurrent) or 'none'}): {long}/{short} ≤ {TARGET}: {verdict}")
@@ -116,7 +120,8 @@ def main():
                 if round_ >= args.warmup:
                     samples[arch][ctx].append(elapsed)
     times = {arch: {ctx: 1000 * statistics.median(s) for ctx, s in per.items()} for arch, per in samples.items()}
-    print_results(times, states, failures, args)
+    state_bytes = {arch: {ctx: d.state_bytes for ctx, d in per.items()} for arch, per in decoders.items()}
+    print_results(times, states, state_bytes, failures, args)
 
 
 if __name__ == "__main__":

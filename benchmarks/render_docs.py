@@ -65,8 +65,13 @@ ABOUT = {
         "ratio = steps/s of the architecture ÷ the Transformer's.",
     ),
     "decode_per_token": (
-        "Per-token decoding time at two context lengths",
-        "target: 2048/128 ≤ 1.3 for every architecture with a recurrent form.",
+        "Per-token decoding time and state size at two context lengths",
+        "target: 2048/128 ≤ 1.3 for every architecture with a recurrent form; state = bytes per sequence in the cache "
+        "after the prefill (fixed for recurrent models, the KV cache or history otherwise).",
+    ),
+    "recurrent_mixers_chunked": (
+        "Chunked vs. naive-recurrent training forward + backward: Mamba-2, DeltaNet, Gated DeltaNet, RWKV-7, Based",
+        "ratio = naive / chunked; target ≥ 3× at T = 2048.",
     ),
 }
 

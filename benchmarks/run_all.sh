@@ -21,10 +21,11 @@ declare -A ARGS=(
   [regular_gpt_attention]="--preset tiny --repeats 1"
   [regression_training_step]="--repeats 2"
   [decode_per_token]="--steps 16 --warmup 2"
+  [recurrent_mixers_chunked]="--repeats 3 --rounds 2"
 )
 ORDER=(ngram_baseline regbench_generation baum_welch ngram_head linear_attention_chunked gla_fast_forgetting
        mamba_training_step transformer_vs_gpt2 training_throughput regular_gpt_attention regression_training_step
-       decode_per_token)
+       decode_per_token recurrent_mixers_chunked)
 mkdir -p "$OUT"
 for name in "${@:-${ORDER[@]}}"; do
   [[ -n "${ARGS[$name]+x}" ]] || { echo "unknown benchmark $name (one of: ${ORDER[*]})" >&2; exit 2; }

@@ -1,0 +1,92 @@
+"""Collect the MQAR recall-vs-state sweep (experiments/sweeps/mqar_state_zoo.yaml) into a table, JSON and figure.
+
+    python experiments/mqar_state_collect.py outputs/sweeps/mqar-state-zoo --dest docs/results/mqar_state
+
+For every finished run: MQAR test accuracy (the model's greedy answers, `string_accuracy`: every query's value
+token right) and the bytes of state per sequence at the task's length (`modeling.states.state_size_report` on the
+saved model: a recurrent model's fixed state, attention's KV cache after `input_seq_len` tokens). A run is on the
+Pareto front when no other run has at least its accuracy with less state. Writes mqar_state.json, mqar_state.md and
+mqar_state.png (accuracy against state bytes, log scale, one line per architecture, the front marked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import torch  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
+
+import hf_icl  # noqa: E402, F401  (registers the architectures)
+from hf_icl.modeling.states import state_size_report  # noqa: E402
+
+
+def collect(root: Path) -> list[dict]:
+    rows = []
+    for metrics_file in sorted(root.glob("*/metrics.json")):
+        metrics = json.loads(metrics_file.read_text())
+        run = metrics["run_config"]
+        model = AutoModelForCausalLM.from_pretrained(metrics_file.parent / "model").eval()
+        length = int(run.get("task_options", {}).get("input_seq_len", 128))
+        with torch.no_grad():
+            state = state_size_report(model, length)
+        rows.append({
+            "run": metrics_file.parent.name,
+            "architecture": metrics["architecture"],
+            "hidden_size": model.config.hidden_size,
+            "accuracy": metrics["test"]["model"]["string_accuracy"],
+            "state_bytes": state["bytes_per_sequence"],
+            "fixed_state": state["fixed"],
+            "length": length,
+            "steps": metrics["train"]["steps"],
+        })  # fmt: skip
+    for row in rows:
+        row["pareto"] = not any(
+            o["state_bytes"] <= row["state_bytes"] and o["accuracy"] >= row["accuracy"]
+            and (o["state_bytes"], o["accuracy"]) != (row["state_bytes"], row["accuracy"])
+            for o in rows
+        )  # fmt: skip
+    return rows
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for arch in sorted({r["architecture"] for r in rows}):
+        points = sorted((r["state_bytes"], r["accuracy"]) for r in rows if r["architecture"] == arch)
+        ax.plot(*zip(*points), marker="o", label=arch)
+    front = sorted((r["state_bytes"], r["accuracy"]) for r in rows if r["pareto"])
+    if front:
+        ax.plot(*zip(*front), color="black", linestyle=":", linewidth=2, label="Pareto front")
+    ax.set(xscale="log", xlabel="state per sequence (bytes; attention: KV cache at the task length)",
+           ylabel="MQAR accuracy", title="Recall against state size (MQAR, CPU scale)")  # fmt: skip
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("root", type=Path, help="the sweep's output_root")
+    parser.add_argument("--dest", type=Path, default=Path("docs/results/mqar_state"))
+    args = parser.parse_args()
+    rows = collect(args.root)
+    args.dest.mkdir(parents=True, exist_ok=True)
+    (args.dest / "mqar_state.json").write_text(json.dumps(rows, indent=2) + "\n")
+    lines = ["| architecture | d | state (bytes/seq) | MQAR accuracy | Pareto |", "|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["architecture"], r["hidden_size"])):
+        lines.append(f"| {r['architecture']} | {r['hidden_size']} | {r['state_bytes']:,} | {r['accuracy']:.4f} | "
+                     f"{'yes' if r['pareto'] else ''} |")  # fmt: skip
+    (args.dest / "mqar_state.md").write_text("\n".join(lines) + "\n")
+    if rows:
+        plot(rows, args.dest / "mqar_state.png")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
