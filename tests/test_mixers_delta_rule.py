@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 
 import hf_icl
 from hf_icl.mixers import MIXERS
+from hf_icl.mixers import rwkv7 as rwkv7_module
 from hf_icl.mixers.based import taylor_features
+from hf_icl.mixers.ops import delta_rule
 from hf_icl.mixers.ops.delta_rule import dplr_chunked
 from hf_icl.modeling.cache import ICLCache
 
@@ -213,3 +215,23 @@ def test_sliding_window_attention_equals_dense_masked_softmax_and_its_cache(wind
             cache.advance(1)
             assert cache.layer_state(1).get("key").shape[2] == window - 1  # a fixed-size state
     torch.testing.assert_close(torch.cat(parts, 1), ref, atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available() or (delta_rule._FLA_DELTA is None and rwkv7_module.chunk_rwkv7 is None),
+    reason="flash-linear-attention's delta-rule and RWKV-7 kernels need CUDA and the `fla` package",
+)
+@pytest.mark.parametrize("arch", ["deltanet", "gated_deltanet", "rwkv7"])
+def test_fla_kernels_match_the_pure_path(arch, monkeypatch):  # pragma: no cover - CUDA only
+    """The guarded CUDA prefill (fla's chunk kernels) against the pure chunked form, which is its oracle."""
+    torch.manual_seed(0)
+    config = hf_icl.config_for(arch, "tiny", vocab_size=20)
+    mixer = MIXERS[config.mixer_types[0]](config, layer_idx=0).cuda()
+    hidden = torch.randn(2, 100, 64, device="cuda")
+    mask = torch.arange(100, device="cuda")[None] >= torch.tensor([[7], [0]], device="cuda")
+    with torch.no_grad():
+        fast = mixer(hidden, attention_mask=mask.long())
+        monkeypatch.setattr(delta_rule, "_FLA_DELTA", None)
+        monkeypatch.setattr(rwkv7_module, "chunk_rwkv7", None)
+        pure = mixer(hidden, attention_mask=mask.long())
+    torch.testing.assert_close(fast[mask], pure[mask], atol=2e-3, rtol=2e-3)

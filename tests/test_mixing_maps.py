@@ -26,18 +26,18 @@ def test_every_mixer_linear_in_its_values_declares_a_map():
     assert not mixer_spec("lstm").mixing_maps  # σ/tanh on the state: no linear map exists
 
 
-def config_using(mixer):
+def config_using(mixer, **overrides):
     """The tiny config of an architecture made of `mixer` (its shapes), else the Transformer with that mixer."""
     for name in hf_icl.list_architectures():
         if mixer in ARCHITECTURES[name].config_class().mixer_types:
-            return hf_icl.config_for(name, "tiny", vocab_size=20)
-    return hf_icl.config_for("transformer", "tiny", vocab_size=20, mixer=mixer)
+            return hf_icl.config_for(name, "tiny", vocab_size=20, **overrides)
+    return hf_icl.config_for("transformer", "tiny", vocab_size=20, mixer=mixer, **overrides)
 
 
 @functools.cache
-def mixer_under_test(name):
+def mixer_under_test(name, width=64, heads=2):
     torch.manual_seed(0)
-    config = config_using(name)
+    config = config_using(name, hidden_size=width, num_attention_heads=heads)
     index = config.mixer_types.index(name)
     mixer = MIXERS[name](config, layer_idx=index)
     with torch.no_grad():
@@ -51,9 +51,15 @@ def mixer_under_test(name):
 
 @pytest.mark.parametrize("name", MAP_MIXERS)
 @settings(max_examples=12, deadline=None)
-@given(seed=st.integers(0, 10_000), batch=st.integers(1, 2), length=st.integers(1, 40), padded=st.integers(0, 5))
-def test_map_applied_to_the_values_is_the_output(name, seed, batch, length, padded):
-    mixer, width = mixer_under_test(name)
+@given(
+    seed=st.integers(0, 10_000),
+    batch=st.integers(1, 2),
+    length=st.integers(1, 40),
+    padded=st.integers(0, 5),
+    shape=st.sampled_from([(64, 2), (32, 1), (64, 4)]),  # (hidden_size, num_attention_heads) of the config
+)
+def test_map_applied_to_the_values_is_the_output(name, seed, batch, length, padded, shape):
+    mixer, width = mixer_under_test(name, *shape)
     gen = torch.Generator().manual_seed(seed)
     hidden = torch.randn(batch, length, width, generator=gen)
     mask = None
