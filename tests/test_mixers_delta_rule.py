@@ -226,12 +226,12 @@ def test_fla_kernels_match_the_pure_path(arch, monkeypatch):  # pragma: no cover
     """The guarded CUDA prefill (fla's chunk kernels) against the pure chunked form, which is its oracle."""
     torch.manual_seed(0)
     config = hf_icl.config_for(arch, "tiny", vocab_size=20)
-    mixer = MIXERS[config.mixer_types[0]](config, layer_idx=0).cuda()
-    hidden = torch.randn(2, 100, 64, device="cuda")
+    mixer = MIXERS[config.mixer_types[0]](config, layer_idx=0).cuda().bfloat16()  # fla: half precision only
+    hidden = torch.randn(2, 100, 64, device="cuda", dtype=torch.bfloat16)
     mask = torch.arange(100, device="cuda")[None] >= torch.tensor([[7], [0]], device="cuda")
     with torch.no_grad():
         fast = mixer(hidden, attention_mask=mask.long())
         monkeypatch.setattr(delta_rule, "_FLA_DELTA", None)
         monkeypatch.setattr(rwkv7_module, "chunk_rwkv7", None)
         pure = mixer(hidden, attention_mask=mask.long())
-    torch.testing.assert_close(fast[mask], pure[mask], atol=2e-3, rtol=2e-3)
+    torch.testing.assert_close(fast[mask].float(), pure[mask].float(), atol=3e-2, rtol=3e-2)

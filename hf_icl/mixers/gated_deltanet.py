@@ -9,7 +9,7 @@ Mamba-2's scalar gate α_t on top of the delta rule:
 with flash-linear-attention's `GatedDeltaNet` layer around it: L2-normalised q and k, SiLU short convolutions,
 A ~ U(0, 16) and Mamba's Δ initialisation, y = W_o (RMSNorm_head(o) ⊙ SiLU(W_g x)). Training: the chunked form of
 `ops/delta_rule.py` with (C, C) decay masks exp(b_t − b_j) ≤ 1 (any gate strength); decoding: the O(Dk·Dv) step; on
-CUDA fla's `chunk_gated_delta_rule` runs the prefill when it imports.
+CUDA fla's `chunk_gated_delta_rule` runs the prefill in half precision when it imports.
 """
 
 from __future__ import annotations

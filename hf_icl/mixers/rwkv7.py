@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import initialization as init
 
-from .ops.delta_rule import dplr_map, dplr_recurrence
+from .ops.delta_rule import dplr_map, dplr_recurrence, use_fla_kernel
 from .ops.mixing_maps import MixingMap, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
@@ -148,7 +148,7 @@ class RWKV7TimeMix(nn.Module):
         report_mixing_map(self, hidden_states, attention_mask, cache, recorder)
         state = cache.layer_state(self.layer_idx) if cache is not None else None
         r, k, v, a, b, log_w, bonus, gate = self.coefficients(hidden_states, mask, state)
-        if r.is_cuda and chunk_rwkv7 is not None and (state is None or state.get("state") is None):  # pragma: no cover
+        if use_fla_kernel(r, state, chunk_rwkv7):  # pragma: no cover - CUDA only
             out = self.fla_prefill(r, k, v, a, b, log_w, mask, state)
         else:
             out = dplr_recurrence(r, k, v, a, b, log_w, mask, state, self.chunk_size)  # (B, H, T, D)

@@ -295,7 +295,7 @@ class DeltaRuleMixer(nn.Module):
         report_mixing_map(self, hidden_states, attention_mask, cache, recorder)
         state = cache.layer_state(self.layer_idx) if cache is not None else None
         q, k, v, a, b, g = self.coefficients(hidden_states, mask, state)
-        if q.is_cuda and _FLA_DELTA is not None and (state is None or state.get("state") is None):  # pragma: no cover
+        if use_fla_kernel(q, state, _FLA_DELTA):  # pragma: no cover - CUDA only
             out = _fla_delta_rule(q, k, v, a, b, g, mask, state)
         else:
             out = dplr_recurrence(q, k, v, a, b, g, mask, state, self.chunk_size)  # (B, H, T, Dv)
@@ -305,6 +305,16 @@ class DeltaRuleMixer(nn.Module):
         q, k, v, a, b, g = self.coefficients(hidden_states, mask, None)
         out = dplr_recurrence(q, k, v, a, b, g, mask, None, self.chunk_size)
         return MixingMap(dplr_map(q, k, a, b, g, mask, self.chunk_size), v, out)
+
+
+def use_fla_kernel(q, state, kernel) -> bool:
+    """Whether a prefill goes to flash-linear-attention: on CUDA, in half precision, when the kernel imported.
+
+    fla imports on a CPU-only machine that has Triton (its kernels then fail at launch), so the device is checked as
+    well as the import; its delta-rule kernels refuse float32 (an assertion in fla 0.6), so fp32 runs the pure path.
+    """
+    fresh = state is None or state.get("state") is None
+    return q.is_cuda and q.dtype in (torch.float16, torch.bfloat16) and kernel is not None and fresh
 
 
 def _fla_delta_rule(q, k, v, a, b, log_decay, mask, state):  # pragma: no cover - CUDA only
