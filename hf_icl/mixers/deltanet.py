@@ -8,7 +8,8 @@ The state is a fast-weight memory updated by one step of the delta rule per toke
 with L2-normalised q and k, β_t = σ(W_β x_t) per head, SiLU short convolutions on q, k, v and an RMSNorm per head
 before W_o, as flash-linear-attention's `DeltaNet` layer. Training runs the chunked form of `ops/delta_rule.py`
 (UT transform: one triangular solve per chunk), decoding the O(Dk·Dv) step; on CUDA fla's `chunk_delta_rule` runs
-the prefill in half precision when it imports. Output maps: M_tj = q_tᵀ (I − β_t k_t k_tᵀ) ⋯ (I − β_{j+1} k_{j+1} k_{j+1}ᵀ) β_j k_j.
+the prefill in half precision when it imports.
+Output maps: M_tj = q_tᵀ (I − β_t k_t k_tᵀ) ⋯ (I − β_{j+1} k_{j+1} k_{j+1}ᵀ) β_j k_j.
 """
 
 from __future__ import annotations
