@@ -11,7 +11,7 @@ and its model shells), `register_family` (a family of tasks); `docs/architecture
 from .architectures import ARCHITECTURES, config_for, list_architectures, register_architecture
 from .architectures.auto import AutoModelForInContextRegression
 from .mixers import register_mixer
-from .tasks import list_tasks, load_task, register_family
+from .tasks import list_tasks, load_task, load_tokenizer, register_family
 
 __all__ = [
     "ARCHITECTURES",
@@ -20,6 +20,7 @@ __all__ = [
     "list_architectures",
     "list_tasks",
     "load_task",
+    "load_tokenizer",
     "register_architecture",
     "register_family",
     "register_mixer",

@@ -4,26 +4,30 @@ leave alone. Shared by the fuzz test and the regression tests of bad input."""
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import io
 import json
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
-DATASET_SCRIPTS = ("regbench", "formal_languages", "copying")
+EXPORTS = ("regbench", "formal_languages", "copying")
+"""Exports whose command the CLI tests drive (their overrides are all numbers)."""
 
 
-def dataset_script(name: str):
-    """`dataset_scripts/<name>.py` as a module (its `main` is what `python dataset_scripts/<name>.py` runs)."""
-    spec = importlib.util.spec_from_file_location(f"{name}_export_script", ROOT / "dataset_scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def export_command(name: str) -> SimpleNamespace:
+    """`python -m hf_icl.export <name>`: `.main(argv)` runs it with the other arguments, `.EXPORT` is the family's
+    `DatasetExport` and `.CONFIGS` its config names."""
+    import hf_icl.export
+
+    export, _ = hf_icl.export.export_targets()[name]
+    return SimpleNamespace(
+        main=lambda argv: hf_icl.export.main([name, *argv]), EXPORT=export, CONFIGS=list(export.configs)
+    )
 
 
 @dataclass
@@ -66,7 +70,8 @@ def fake_run_folder(folder: Path) -> Path:
 
 
 def fake_export_folder(folder: Path, script, config: str) -> Path:
-    """A folder that looks like an earlier export of `script` holding one `config`, plus a file of the user's."""
+    """A folder that looks like an earlier export of `script` (an :func:`export_command`) holding one `config`, plus a
+    file of the user's."""
     from hf_icl.hub.dataset_export import SPLITS, data_file, front_matter, render_readme
 
     folder.mkdir(parents=True, exist_ok=True)

@@ -15,7 +15,7 @@ from hf_icl.baselines import BaumWelch, InContextNGram
 from hf_icl.baselines import baum_welch as baum_welch_module
 from hf_icl.baselines.baum_welch import EPS, initial_parameters, letter_ids, start_mask, transition_mask
 from hf_icl.evaluation import regbench_metrics
-from hf_icl.evaluation.regbench_eval import evaluate_regbench
+from hf_icl.tasks.regbench.evaluation import evaluate_regbench
 
 _spec = importlib.util.spec_from_file_location(
     "_baum_welch_reference", Path(__file__).resolve().parents[1] / "benchmarks" / "_baum_welch_reference.py"

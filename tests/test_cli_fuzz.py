@@ -1,9 +1,10 @@
 """Fuzz test of bad input (issue #15): every option of every command gets generated bad values.
 
-Each command runs in-process through the entry function its script calls (`hf_icl.training.main` for `train.py`,
-`hf_icl.evaluate.main`, each dataset script's `main`). A bad value must end in status 2 and one line on stderr that
-names the option, with no traceback, and every file of the output folder must still be there, byte for byte (each
-base command line asks to overwrite or replace, so a value that slipped through would touch them).
+Each command runs in-process through the entry function its script calls (`hf_icl.training.main` for
+`train.py`, `hf_icl.evaluate.main`, `hf_icl.export.main` for each export). A bad value must end in status 2 and one
+line on stderr that names the option, with no traceback, and every file of the output folder must still be there,
+byte for byte (each base command line asks to overwrite or replace, so a value that slipped through would touch
+them).
 
 The bad values are drawn from what each option declares: the ranges of `RUN_LIMITS`/`EVALUATE_LIMITS`, the choices of
 the parser, the fields of the task's builder config and of the model config; plus junk text for any typed option.
@@ -24,9 +25,9 @@ from pathlib import Path
 import pytest
 import yaml
 from cli_entry_points import (
-    DATASET_SCRIPTS,
+    EXPORTS,
     call,
-    dataset_script,
+    export_command,
     fake_export_folder,
     fake_run_folder,
     snapshot,
@@ -57,7 +58,7 @@ MISSING = WORK / "missing"
 GARBAGE_CHECKPOINT = WORK / "garbage_checkpoint"
 GARBAGE_CHECKPOINT.mkdir()
 (GARBAGE_CHECKPOINT / "config.json").write_text("{not json")
-SCRIPTS = {name: dataset_script(name) for name in DATASET_SCRIPTS}
+SCRIPTS = {name: export_command(name) for name in EXPORTS}
 FUZZ = settings(  # a deeper, random search: HF_ICL_FUZZ_EXAMPLES=200 HF_ICL_FUZZ_RANDOM=1 pytest tests/test_cli_fuzz.py
     max_examples=int(os.environ.get("HF_ICL_FUZZ_EXAMPLES", "8")),
     derandomize=not os.environ.get("HF_ICL_FUZZ_RANDOM"),
@@ -252,7 +253,7 @@ def evaluate_strategies() -> dict[str, st.SearchStrategy[str]]:
 
 
 def export_strategies(script) -> dict[str, st.SearchStrategy[str]]:
-    """Bad values for a dataset script: its overrides below what every builder allows (0 for a split size)."""
+    """Bad values for an export: its overrides below what every builder allows (0 for a split size)."""
     export = script.EXPORT
     builders = {type(export.make_builder(name, {}, str(WORK / "cache"))) for name in export.configs}
     splits = {field for builder in builders for field in builder.SPLIT_SIZE_FIELDS}
@@ -315,7 +316,7 @@ def analysis_subparser():
 STRATEGIES = {
     "train.py": train_strategies,
     "evaluate": evaluate_strategies,
-    **{name: functools.partial(export_strategies, SCRIPTS[name]) for name in DATASET_SCRIPTS},
+    **{name: functools.partial(export_strategies, SCRIPTS[name]) for name in EXPORTS},
     "analysis": analysis_strategies,
     "report": report_strategies,
     "sweep": sweep_strategies,

@@ -16,10 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
-from cli_entry_points import ROOT, call, dataset_script, fake_run_folder, snapshot, tiny_checkpoint
+from cli_entry_points import ROOT, call, export_command, fake_run_folder, snapshot, tiny_checkpoint
 from safetensors.torch import load_file
 
 import hf_icl.evaluate
+import hf_icl.export
 from hf_icl.atomic_files import write_json_atomic
 from hf_icl.training import main as train_main
 from hf_icl.training.checkpoints import RUN_MARKER, run_outputs
@@ -130,11 +131,27 @@ def test_evaluate_bad_values_exit_2_before_loading(argv, fragments, checkpoint, 
         ("text_mixture", ["--n-validation", "0"], ["argument --n-validation", "n_validation=0", "cannot be empty"]),
     ],
 )
-def test_dataset_script_bad_values_exit_2_before_any_work(script, argv, fragments, tmp_path):
+def test_export_bad_values_exit_2_before_any_work(script, argv, fragments, tmp_path):
     cache = tmp_path / "cache"
-    outcome = call(dataset_script(script).main, ["--output", str(tmp_path / "out"), "--cache-dir", str(cache), *argv])
+    outcome = call(export_command(script).main, ["--output", str(tmp_path / "out"), "--cache-dir", str(cache), *argv])
     assert_one_line_error(outcome, *fragments)
     assert not (tmp_path / "out").exists() and not cache.exists()
+
+
+@pytest.mark.parametrize(
+    "argv, fragments",
+    [
+        (["chess", "--output", "out"], ["argument EXPORT", "'chess' is not one of", "copying", "regbench", "tomita_6"]),
+        (["--output", "out", "regbench"], ["argument EXPORT", "expected an export, task family or task first"]),
+        (["regbench", "--configs", "n7"], ["argument --configs", "invalid choice: 'n7'", "n150"]),
+        (["parity_p", "--output", "out", "--n-per-length", "x"], ["argument --n-per-length", "invalid int value"]),
+    ],
+)
+def test_export_target_and_options_exit_2_before_any_work(argv, fragments, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    outcome = call(hf_icl.export.main, argv)
+    assert_one_line_error(outcome, *fragments)
+    assert not list(tmp_path.iterdir())
 
 
 # ---- --overwrite deletes only what a run wrote --------------------------------------------------------------------
@@ -247,7 +264,7 @@ def card(folder: Path) -> tuple[dict, str]:
 
 
 def test_export_into_an_existing_folder_merges_and_lists_every_config(tmp_path):
-    script = dataset_script("regbench")
+    script = export_command("regbench")
     folder, cache = tmp_path / "regbench", str(tmp_path / "cache")
     sizes = ["--n-train", "4", "--n-test", "3", "--n-validation", "2"]
     script.main(["--output", str(folder), "--cache-dir", cache, "--configs", *script.CONFIGS[1:], *sizes])
@@ -281,7 +298,7 @@ def test_export_into_an_existing_folder_merges_and_lists_every_config(tmp_path):
 
 def test_export_repairs_a_card_that_lists_too_few_configs(tmp_path):
     """The state the old exporter left: eight configs on disk, a card that lists only the last one exported."""
-    script = dataset_script("regbench")
+    script = export_command("regbench")
     folder, cache = tmp_path / "regbench", str(tmp_path / "cache")
     sizes = ["--n-train", "4", "--n-test", "3", "--n-validation", "2"]
     script.main(["--output", str(folder), "--cache-dir", cache, "--configs", *script.CONFIGS[:-1], *sizes])
@@ -303,7 +320,7 @@ def test_export_refuses_a_folder_that_is_not_an_export(tmp_path):
     folder.mkdir()
     (folder / "README.md").write_text("# my thesis\n")
     before = snapshot(folder)
-    outcome = call(dataset_script("regbench").main, ["--output", str(folder), "--configs", "n150"])
+    outcome = call(export_command("regbench").main, ["--output", str(folder), "--configs", "n150"])
     assert_one_line_error(outcome, "argument --output", "holds no dataset export")
     assert snapshot(folder) == before
 

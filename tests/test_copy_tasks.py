@@ -3,8 +3,6 @@ determinism, unique lookups, the MQAR power law (chi-square), the n-gram copier'
 oracle, errors, tokenizers and the Hub export."""
 
 import dataclasses
-import importlib.util
-import os
 import re
 
 import datasets
@@ -16,15 +14,16 @@ from scipy import stats
 
 import hf_icl
 from hf_icl.baselines.copying import LookupOracle, NGramCopier
-from hf_icl.tasks import GENERATION_TASKS, task_builder, task_entry
-from hf_icl.tasks.copying_sampling import (
+from hf_icl.tasks import task_builder, task_entry
+from hf_icl.tasks.generation import GENERATION_TASKS
+from hf_icl.tasks.generation.copying_sampling import (
     duplicate_ngram,
     longest_repeat_with_different_successors,
     lookup_example,
     unique_key_positions,
 )
-from hf_icl.tasks.recall import distinct_draws, gap_probabilities, mqar_arrays
-from hf_icl.tokenization import COPY_SYMBOLS, MQAR_FIRST_CODE_POINT
+from hf_icl.tasks.generation.recall import distinct_draws, gap_probabilities, mqar_arrays
+from hf_icl.tasks.generation.tokenizers import COPY_SYMBOLS, MQAR_FIRST_CODE_POINT
 
 SMALL = {
     "copy": dict(n_train=6, n_validation=5, n_per_length=4, test_max_length=60, context_len=120, train_max_length=20),
@@ -262,7 +261,7 @@ def test_unique_key_positions_brute_force(s, n, answer_length):
 
 
 def test_copier_accuracy_on_duplicated_ngrams_drops_where_ambiguity_says():
-    from hf_icl.evaluation.generation_eval import evaluate_generation
+    from hf_icl.tasks.generation.evaluation import evaluate_generation
 
     config = config_of("copy_dup_ngram", n_per_length=40)
     rows = list(task_entry("copy_dup_ngram").builder.iter_rows(config, "test"))
@@ -283,7 +282,7 @@ def test_copier_accuracy_on_duplicated_ngrams_drops_where_ambiguity_says():
 @pytest.mark.parametrize("task", sorted(GENERATION_TASKS))
 def test_lookup_oracle_finds_every_answer(task):
     spec, config = GENERATION_TASKS[task], config_of(task)
-    oracle = LookupOracle(task, getattr(config, "answer_length", 0))
+    oracle = LookupOracle(task_entry(task).solver, spec.eos, getattr(config, "answer_length", 0))
     for split in SPLITS:
         queries = [q for row in rows_of(task, split) for q in spec.queries(row)]
         expected = [q.answer + ("." if q.eos else "") for q in queries]
@@ -331,15 +330,15 @@ def test_invalid_configs_fail_before_any_work(task, overrides, message, tmp_path
         hf_icl.load_task("copy", cache_dir=str(tmp_path), ngram=3)
 
 
-def test_export_script_writes_hub_layout_loadable_offline(tmp_path):
-    path = os.path.join(os.path.dirname(__file__), "..", "dataset_scripts", "copying.py")
-    spec = importlib.util.spec_from_file_location("copying_export", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert set(script.EXPORT_CONFIGS) == set(GENERATION_TASKS)
+def test_export_writes_hub_layout_loadable_offline(tmp_path):
+    from hf_icl.export import export_targets
+    from hf_icl.export import main as export_main
+
+    export, _ = export_targets()["copying"]
+    assert set(export.configs) == set(GENERATION_TASKS)
     out, cache = tmp_path / "copying", str(tmp_path / "cache")
     sizes = ["--n-train", "3", "--n-validation", "2", "--n-per-length", "2", "--n-test", "4", "--test-max-length", "40"]
-    script.main(["--output", str(out), "--configs", "copy", "mqar", "--cache-dir", cache] + sizes)
+    export_main(["copying", "--output", str(out), "--configs", "copy", "mqar", "--cache-dir", cache] + sizes)
     readme = (out / "README.md").read_text()
     assert "## Statistics" in readme and "| mqar | test | 4 | 32 | 1–1 | 64–64" in readme
     for name, options in (("copy", dict(n_per_length=2, test_max_length=40)), ("mqar", dict(n_test=4))):

@@ -4,7 +4,6 @@ and brute force, the evaluator's metrics on literal cases, the FLOP formulas, an
 
 import itertools
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,9 +12,14 @@ import torch
 import hf_icl
 from hf_icl.baselines import regression as baselines
 from hf_icl.evaluation.flops import forward_flops
-from hf_icl.evaluation.in_context_regression import curve, example_scores, summary
-from hf_icl.tasks.function_class_data import FunctionClassBuilder, prompts_from_rows
-from hf_icl.tasks.function_classes import FUNCTION_CLASSES, model_inputs, sample
+from hf_icl.tasks.function_classes import (
+    FUNCTION_CLASSES,
+    FunctionClassBuilder,
+    model_inputs,
+    prompts_from_rows,
+    sample,
+)
+from hf_icl.tasks.function_classes.evaluation import curve, example_scores, summary
 
 TASKS = sorted(FUNCTION_CLASSES)
 
@@ -249,18 +253,15 @@ def _crc(name):
     return zlib.crc32(name.encode())
 
 
-def test_export_script_writes_a_folder_load_dataset_reads(tmp_path):
-    import importlib.util
-
+def test_export_writes_a_folder_load_dataset_reads(tmp_path):
     import datasets
 
-    path = Path(__file__).resolve().parents[1] / "dataset_scripts" / "function_classes.py"
-    spec = importlib.util.spec_from_file_location("function_classes_export_script", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    folder = script.main(
-        ["--output", str(tmp_path / "suite"), "--configs", "linear_regression", "vector_mqar_4_queries",
-         "--n-test", "8", "--n-validation", "4", "--n-train", "4", "--cache-dir", str(tmp_path / "cache")]
+    from hf_icl.export import main as export_main
+
+    folder = export_main(
+        ["function_classes", "--output", str(tmp_path / "suite"), "--configs", "linear_regression",
+         "vector_mqar_4_queries", "--n-test", "8", "--n-validation", "4", "--n-train", "4",
+         "--cache-dir", str(tmp_path / "cache")]
     )  # fmt: skip
     card = (folder / "README.md").read_text()
     assert "config_name: vector_mqar_4_queries" in card and "unit sphere" in card

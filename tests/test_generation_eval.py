@@ -14,9 +14,10 @@ from torch import nn
 from transformers import GenerationMixin, PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
-from hf_icl.evaluation.generation_eval import evaluate_generation, score
-from hf_icl.tasks import GENERATION_TASKS, task_builder
-from hf_icl.tasks.generative import Query
+from hf_icl.tasks import task_builder
+from hf_icl.tasks.generation import GENERATION_TASKS
+from hf_icl.tasks.generation.evaluation import evaluate_generation, score
+from hf_icl.tasks.generation.generative import Query
 
 ROOT = Path(__file__).resolve().parents[1]
 

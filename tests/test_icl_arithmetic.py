@@ -1,7 +1,6 @@
 """ICL arithmetic (P3 App. D) and text mixture (P3 §4.1): formats, stored parameters, metric positions, the
 least-squares baseline, determinism, training through the family, and the Hub-layout exports."""
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -11,7 +10,6 @@ import torch
 from datasets import load_dataset
 
 import hf_icl
-from hf_icl.evaluation.icl_arithmetic_eval import summarise
 from hf_icl.tasks import load_task
 from hf_icl.tasks.icl_arithmetic import (
     EXAMPLE,
@@ -20,11 +18,12 @@ from hf_icl.tasks.icl_arithmetic import (
     answer_positions,
     check_row,
     format_example,
+    icl_arithmetic_tokenizer,
     least_squares_predictions,
     sample_rows,
 )
+from hf_icl.tasks.icl_arithmetic.evaluation import summarise
 from hf_icl.tasks.text_mixture import TextMixtureConfig, sample_mixtures, split_documents, to_alphabet
-from hf_icl.tokenization import icl_arithmetic_tokenizer
 from hf_icl.training import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -112,10 +111,10 @@ def test_family_trains_and_evaluates_through_train_py(tmp_path):
 
 
 def run_script(name: str, argv: list[str]):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "dataset_scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main(argv)
+    """`python -m hf_icl.export <name> ...`, in-process."""
+    from hf_icl.export import main as export_main
+
+    return export_main([name, *argv])
 
 
 def test_icl_arithmetic_export_loads_back(tmp_path):

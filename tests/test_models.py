@@ -12,7 +12,7 @@ import torch
 from transformers import AutoModelForCausalLM, pipeline
 
 import hf_icl
-from hf_icl.tokenization import regbench_tokenizer
+from hf_icl.tasks.regbench import regbench_tokenizer
 
 ARCHS = hf_icl.list_architectures()
 # Every architecture at its defaults, plus the variants that change the forward pass (position schemes, and n-gram

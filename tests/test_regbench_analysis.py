@@ -13,11 +13,10 @@ import hf_icl
 from hf_icl.analysis import attention, pairwise_tvd, probes
 from hf_icl.analysis import regbench_common as common
 from hf_icl.analysis.__main__ import main
-from hf_icl.evaluation.metrics import regbench_metrics
-from hf_icl.evaluation.regbench_eval import model_next_token_probs
+from hf_icl.evaluation import regbench_metrics
+from hf_icl.evaluation.next_token import model_next_token_probs
 from hf_icl.tasks.regbench import REGBENCH_VOCAB as symbols
-from hf_icl.tasks.regbench import automaton_states
-from hf_icl.tokenization import regbench_tokenizer
+from hf_icl.tasks.regbench import automaton_states, regbench_tokenizer
 
 ROW = {  # 0 -a-> 1, 0 -b-> 2, 1 -c-> 0, 2 -a-> 2
     "text": "ac|baa",

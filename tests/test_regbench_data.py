@@ -1,7 +1,6 @@
 """RegBench generator: format, determinism, minimisation, disjointness, statistics (DESIGN §5.1, §6)."""
 
 import hashlib
-import importlib.util
 import json
 import os
 import subprocess
@@ -21,7 +20,7 @@ from hf_icl.tasks.regbench import (
     instance_statistics,
     next_token_truth,
 )
-from hf_icl.tasks.regbench_sampling import SamplingRanges, _draw_raw_batch, minimise
+from hf_icl.tasks.regbench.sampling import SamplingRanges, _draw_raw_batch, minimise
 
 SMALL = dict(n_train=12, n_test=6, n_validation=6)
 
@@ -89,9 +88,9 @@ def test_builder_splits_and_schema(tmp_path):
     features = ds["train"].features
     assert features["num_states"] == datasets.Value("int32")
     assert features["transitions"].feature["symbol"] == datasets.Value("string")
-    names = [c.name for c in hf_icl.tasks.RegBenchBuilder.BUILDER_CONFIGS]
+    names = [c.name for c in hf_icl.tasks.regbench.RegBenchBuilder.BUILDER_CONFIGS]
     assert names == [f"n{n}" for n in (150, 500, 1000, 2500, 5000, 10000, 20000, 40000)] + ["paper_ranges"]
-    paper = hf_icl.tasks.RegBenchBuilder.BUILDER_CONFIGS[-1]
+    paper = hf_icl.tasks.regbench.RegBenchBuilder.BUILDER_CONFIGS[-1]
     assert (paper.max_edges, paper.max_strings, paper.max_length, paper.n_train) == (4, 20, 50, 2500)
 
 
@@ -233,18 +232,16 @@ def test_n2500_sizes_statistics_and_disjointness(n2500):
     assert not keys["test"] & keys["validation"]
 
 
-def test_export_script_writes_hub_layout_loadable_offline(tmp_path, monkeypatch):
+def test_export_writes_hub_layout_loadable_offline(tmp_path, monkeypatch):
     import yaml
+
+    from hf_icl.export import main as export_main
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    path = os.path.join(os.path.dirname(__file__), "..", "dataset_scripts", "regbench.py")
-    spec = importlib.util.spec_from_file_location("regbench_export", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
     out, cache = tmp_path / "regbench", str(tmp_path / "cache")
-    args = ["--output", str(out), "--configs", "n150", "paper_ranges", "--cache-dir", cache]
-    script.main(args + ["--n-train", "8", "--n-test", "4", "--n-validation", "4"])
+    args = ["regbench", "--output", str(out), "--configs", "n150", "paper_ranges", "--cache-dir", cache]
+    export_main(args + ["--n-train", "8", "--n-test", "4", "--n-validation", "4"])
     for config in ("n150", "paper_ranges"):
         for split in ("train", "validation", "test"):
             assert (out / config / f"{split}-00000-of-00001.parquet").is_file()
@@ -268,8 +265,8 @@ def test_augmentation_relabels_letters_and_reorders_strings(strings, seed):
     """The oracle: undoing the drawn letter renaming gives the same multiset of strings; `|` stay delimiters."""
     import torch
 
-    from hf_icl.tasks.families.regbench import LETTERS, relabel_and_reorder
-    from hf_icl.tokenization import regbench_tokenizer
+    from hf_icl.tasks.regbench import regbench_tokenizer
+    from hf_icl.tasks.regbench.spec import LETTERS, relabel_and_reorder
 
     tokenizer = regbench_tokenizer()
     letters, delimiter = tokenizer.convert_tokens_to_ids(list(LETTERS)), tokenizer.convert_tokens_to_ids("|")

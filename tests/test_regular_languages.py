@@ -3,7 +3,6 @@ sampling, balance, determinism, registry errors and the Hub export."""
 
 import dataclasses
 import hashlib
-import importlib.util
 import itertools
 import json
 import os
@@ -17,15 +16,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import hf_icl
-from hf_icl.tasks.formal_languages import RECOGNITION_LANGUAGES, ExactLengthSampler
-from hf_icl.tasks.regular_languages import (
+from hf_icl.tasks.formal_language import FORMAL_LANGUAGE_SYMBOLS, formal_language_tokenizer
+from hf_icl.tasks.formal_language.languages import RECOGNITION_LANGUAGES, ExactLengthSampler
+from hf_icl.tasks.formal_language.regular_languages import (
     LANGUAGES,
     RegularLanguageBuilder,
     RegularLanguageConfig,
     causal_lm_example,
     generate_split,
 )
-from hf_icl.tokenization import FORMAL_LANGUAGE_SYMBOLS, formal_language_tokenizer
 
 SMALL = dict(n_train=60, n_validation=20, n_per_length=8)
 SPLITS = ("train", "validation", "test")
@@ -229,7 +228,7 @@ def test_generation_deterministic_and_test_rows_independent(seed, language, n_tr
 
 _DIGEST = """
 import dataclasses, hashlib, json
-from hf_icl.tasks.regular_languages import RegularLanguageBuilder, generate_split
+from hf_icl.tasks.formal_language.regular_languages import RegularLanguageBuilder, generate_split
 out = {}
 for config in RegularLanguageBuilder.BUILDER_CONFIGS:
     small = dataclasses.replace(config, n_train=30, n_validation=5, n_per_length=4,
@@ -297,21 +296,21 @@ def test_load_task_splits_and_schema(tmp_path):
     assert sorted(set(dyck["test"]["length"])) == [52, 54, 56]
 
 
-def test_export_script_writes_hub_layout_loadable_offline(tmp_path, monkeypatch):
+def test_export_writes_hub_layout_loadable_offline(tmp_path, monkeypatch):
     import yaml
+
+    from hf_icl.export import export_targets
+    from hf_icl.export import main as export_main
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
-    path = os.path.join(os.path.dirname(__file__), "..", "dataset_scripts", "formal_languages.py")
-    spec = importlib.util.spec_from_file_location("formal_languages_export", path)
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
-    assert set(script.EXPORT_CONFIGS) == (set(LANGUAGES) - {"parity_p"}) | {
-        f"parity_p{p}" for p in (10, 30, 50, 70, 90)
-    }
+    export, _ = export_targets()["formal_languages"]
+    assert set(export.configs) == (set(LANGUAGES) - {"parity_p"}) | {f"parity_p{p}" for p in (10, 30, 50, 70, 90)}
+    assert export.configs_of("parity_p") == [f"parity_p{p}" for p in (10, 30, 50, 70, 90)]
     out, cache = tmp_path / "formal_languages", str(tmp_path / "cache")
     sizes = ["--n-train", "8", "--n-validation", "4", "--n-per-length", "2", "--test-max-length", "56"]
-    script.main(["--output", str(out), "--configs", "tomita_6", "parity_p10", "--cache-dir", cache] + sizes)
+    configs = ["--configs", "tomita_6", "parity_p10"]
+    export_main(["formal_languages", "--output", str(out), *configs, "--cache-dir", cache] + sizes)
     readme = (out / "README.md").read_text()
     front = yaml.safe_load(readme.split("---")[1])
     assert [c["config_name"] for c in front["configs"]] == ["tomita_6", "parity_p10"]

@@ -1,7 +1,6 @@
 """Text language modelling (P1 §6, Table 2): the BPE tokenizer, the blocks, perplexity and the unigram baseline by
 hand, train.py with n-gram heads end to end, the export, and clear errors for bad fields."""
 
-import importlib.util
 import json
 import math
 import types
@@ -14,9 +13,9 @@ from datasets import load_dataset
 from transformers import AutoTokenizer
 
 import hf_icl
-from hf_icl.evaluation.text_lm_eval import evaluate_text_lm, unigram_losses
 from hf_icl.tasks import TaskRequest, family_of, task_builder, task_config
 from hf_icl.tasks.text_lm import TOKENIZER_FILE, document_ids, token_blocks, train_bpe
+from hf_icl.tasks.text_lm.evaluation import evaluate_text_lm, unigram_losses
 from hf_icl.tasks.text_mixture import split_documents, stdlib_documents
 from hf_icl.training import main
 
@@ -148,10 +147,9 @@ def test_too_few_documents_and_the_export(tmp_path):
         (folder / f"{name}.txt").write_text("some text " * 50)
     with pytest.raises(ValueError, match="gives no non-empty train document .2 documents in all.*at least 3"):
         hf_icl.load_task("text_lm", source=str(folder), cache_dir=str(tmp_path / "cache"))
-    spec = importlib.util.spec_from_file_location("text_lm_export", ROOT / "dataset_scripts" / "text_lm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = module.main(["--output", str(tmp_path / "out")])
+    from hf_icl.export import main as export_main
+
+    out = export_main(["text_lm", "--output", str(tmp_path / "out")])
     card = (out / "README.md").read_text()
     splits = hf_icl.load_task("text_lm")
     assert "Python Software Foundation License" in card and f"| default | train | {len(splits['train'])} |" in card

@@ -17,9 +17,9 @@ import torch
 
 from ..atomic_files import atomic_path, write_json_atomic
 from ..baselines.lnw import PAPER_NAMES, TRAINING_PRESETS, VARIANTS, train_lnw
-from ..evaluation.metrics import regbench_metrics
-from ..evaluation.regbench_eval import evaluate_regbench
 from ..tasks import task_builder, task_config
+from ..tasks.regbench.evaluation import evaluate_regbench
+from ..tasks.regbench.metrics import regbench_metrics
 from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, naming
 
 COMMAND = "lnw"  # python -m hf_icl.analysis lnw

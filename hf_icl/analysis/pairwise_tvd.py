@@ -23,7 +23,7 @@ import torch
 
 from ..baselines.ngram import InContextNGram
 from ..evaluation.metrics import tvd
-from ..evaluation.regbench_eval import model_next_token_probs
+from ..evaluation.next_token import model_next_token_probs
 from ..tasks.regbench import VOCAB_SIZE, next_token_truth
 from ..validation import POSITIVE_INT, Limit, check_limits
 from . import regbench_common as common

@@ -19,8 +19,8 @@ import torch
 
 from ..atomic_files import atomic_path, write_json_atomic
 from ..baselines.baum_welch import BaumWelch
-from ..evaluation.regbench_eval import evaluate_regbench
 from ..tasks import TaskRequest, check_task_request, task_builder
+from ..tasks.regbench.evaluation import evaluate_regbench
 from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, naming
 
 COMMAND = "regbench-baselines"  # python -m hf_icl.analysis regbench-baselines

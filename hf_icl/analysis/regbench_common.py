@@ -18,6 +18,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from ..atomic_files import atomic_path, write_json_atomic
 from ..tasks import task_builder
+from ..tasks.regbench import FAMILY as REGBENCH_FAMILY
 from ..tasks.regbench import REGBENCH_VOCAB
 
 TOKEN_ID = {symbol: i for i, symbol in enumerate(REGBENCH_VOCAB)}
@@ -39,10 +40,10 @@ def training_record(folder: Path, flag: str = "--checkpoint") -> dict:
         raise ValueError(f"argument {flag}: {str(folder)!r} has no config.json (expected <run>/model from train.py)")
     config = json.loads(config_file.read_text())
     run = config.get("hf_icl_run") or {}
-    if run.get("task") != "regbench":
+    if run.get("task") not in REGBENCH_FAMILY.tasks:
         raise ValueError(
             f"argument {flag}: {str(folder)!r} was trained on task={run.get('task')!r}; the analysis needs a "
-            "RegBench model (config.hf_icl_run.task == 'regbench')"
+            f"RegBench model (config.hf_icl_run.task one of: {', '.join(REGBENCH_FAMILY.tasks)})"
         )
     return run
 

@@ -27,9 +27,9 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from ..evaluation.icl_arithmetic_eval import digit_hits, encode_texts, least_squares_hits, summarise
 from ..tasks import task_builder
 from ..tasks.icl_arithmetic import ICLArithmeticConfig
+from ..tasks.icl_arithmetic.evaluation import digit_hits, encode_texts, least_squares_hits, summarise
 from ..validation import POSITIVE_INT, SEED, Limit, check_limits
 
 COMMAND = "slowfast"  # python -m hf_icl.analysis slowfast

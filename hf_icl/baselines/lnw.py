@@ -31,7 +31,9 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ..atomic_files import write_folder_atomic, write_json_atomic
-from ..tokenization import REGBENCH_SYMBOLS as REGBENCH_VOCAB  # the order of hf_icl.tasks.regbench.REGBENCH_VOCAB
+
+REGBENCH_VOCAB: list[str] = [".", *"abcdefghijklmnopqr", "|"]
+"""RegBench's reference token order (P1's code), as ``hf_icl.tasks.regbench.REGBENCH_VOCAB``: the feature columns."""
 
 VARIANTS = ("counts", "frequencies", "existence")
 PAPER_NAMES = {"counts": "LNW", "frequencies": "LNW_r", "existence": "LNW_b"}

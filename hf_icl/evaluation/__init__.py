@@ -1,10 +1,22 @@
-"""Evaluation against exact ground truth (DESIGN §2.3): metric functions and ``evaluate`` modules."""
+"""Evaluation against exact ground truth (DESIGN §2.3): metric functions and shared evaluation helpers; each task
+family's evaluator is in its folder.
 
+``regbench_metrics`` (a stable name) is RegBench's metric, :func:`hf_icl.tasks.regbench.metrics.regbench_metrics`,
+resolved on first use: this package imports nothing from ``hf_icl.tasks``, whose evaluators import it.
+"""
+
+import importlib
 from pathlib import Path
 
-from .metrics import accuracy, regbench_metrics, tvd
+from .metrics import accuracy, tvd
 
 REGBENCH_METRIC_PATH: str = str(Path(__file__).parent / "metric_modules" / "regbench")
 """Directory of the RegBench ``evaluate.Metric``: ``evaluate.load(REGBENCH_METRIC_PATH)`` works offline."""
 
 __all__ = ["REGBENCH_METRIC_PATH", "accuracy", "regbench_metrics", "tvd"]
+
+
+def __getattr__(name: str):
+    if name == "regbench_metrics":
+        return importlib.import_module("hf_icl.tasks.regbench.metrics").regbench_metrics
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,16 +1,15 @@
-"""RegBench metrics against exact ground truth (P1 §4 eq. 8-9; DESIGN §5.2).
+"""Next-token metrics against exact ground truth (P1 §4 eq. 8-9; DESIGN §5.2).
 
 * accuracy: fraction of positions whose argmax under the model has true probability > 0 (eq. 8);
 * TVD: ½·L1 between the model's and the true next-token distribution over the whole vocabulary,
   averaged over positions (eq. 9).
 
 Both take ``(T, V)`` arrays (or row-wise concatenations of instances, which gives the micro-average the
-paper reports). A model vocabulary larger than the truth's is allowed: the truth is zero-padded.
+paper reports). A model vocabulary larger than the truth's is allowed: the truth is zero-padded. RegBench's
+``regbench_metrics`` (the truth from each row's automaton) is in :mod:`hf_icl.tasks.regbench.metrics`.
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -63,21 +62,9 @@ def tvd(probs, truth) -> float:
     return float(0.5 * np.abs(probs - truth).sum(axis=1).mean())
 
 
-def regbench_metrics(probs: Sequence[np.ndarray], rows: Sequence[Mapping]) -> dict[str, float]:
-    """Micro-averaged accuracy and TVD over all positions of all RegBench rows.
+def __getattr__(name: str):
+    if name == "regbench_metrics":  # RegBench's own metric moved to its family folder
+        from ..deprecation import moved_names
 
-    Args:
-        probs: one ``(len(text) - 1, V_model)`` array per row.
-        rows: RegBench rows (``text``, ``start_state``, ``transitions``), same order as ``probs``.
-
-    Returns:
-        ``{"accuracy": float, "tvd": float}``.
-    """
-    from hf_icl.tasks.regbench import next_token_truth  # deferred: evaluation -> tasks, loaded on use
-
-    if len(probs) != len(rows):
-        raise ValueError(f"len(probs)={len(probs)} does not match len(rows)={len(rows)}")
-    truths = [next_token_truth(row) for row in rows]
-    p = np.concatenate([np.asarray(x, dtype=np.float64) for x in probs]) if probs else np.zeros((0, 20))
-    q = np.concatenate(truths) if truths else np.zeros((0, 20))
-    return {"accuracy": accuracy(p, q), "tvd": tvd(p, q)}
+        return moved_names(f"{__name__}.{name}", {name: "hf_icl.tasks.regbench.metrics"})(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

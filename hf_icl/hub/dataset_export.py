@@ -1,13 +1,14 @@
-"""Hub-layout dataset folders shared by every ``dataset_scripts/<task>.py`` (DESIGN §2.2).
+"""Hub-layout dataset folders: what ``python -m hf_icl.export <family or task>`` writes (DESIGN §2.2).
 
 A folder holds ``<config>/<split>-00000-of-00001.parquet`` for every config and split, and a ``README.md`` whose
 YAML front matter lists each config's data files and whose prose is the dataset card. Afterwards
 ``datasets.load_dataset("<folder>", "<config>")`` works offline. The network is touched only by the optional push.
 
-A script declares one :class:`DatasetExport` (its configs, how to build one, its statistics, its card and its
-command-line overrides) and runs ``EXPORT.main()``; the argument parsing, the export loop and the push live here.
+A task family declares one :class:`DatasetExport` in its folder (``TaskFamily.export``: its configs, how to build
+one, its statistics, its card and its command-line overrides); the argument parsing, the export loop and the push
+live here, and :mod:`hf_icl.export` finds the export by family, task or export name.
 
-Exporting into a folder that already holds configs of the same script merges: the new configs are added, the card is
+Exporting into a folder that already holds configs of the same export merges: the new configs are added, the card is
 rewritten to list every config present (the overrides each was generated with are recorded in the card's
 ``hf_icl_export`` field), and a config already there is regenerated only with ``--replace-configs``. Every value, the
 folder and the configs are checked before anything is generated; each config folder and the card are written
@@ -186,10 +187,10 @@ def add_export_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds ``--output``, ``--replace-configs``, ``--cache-dir``, ``--push-to-hub`` and ``--private``.
 
     Args:
-        parser: the script's parser.
+        parser: the export's parser.
     """
     parser.add_argument("--output", required=True, type=Path, help="destination folder (new, empty, or an export "
-                        "of this script: the configs are merged into it)")
+                        "of this kind: the configs are merged into it)")
     parser.add_argument("--replace-configs", action="store_true",
                         help="regenerate configs that the output folder already holds (otherwise refused)")
     parser.add_argument("--cache-dir", help="datasets cache directory")
@@ -226,9 +227,10 @@ def overrides_note(overrides: Mapping) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class DatasetExport:
-    """What one ``dataset_scripts/<task>.py`` exports; :meth:`main` is the whole script.
+    """What one family's export writes; :meth:`main` is its command (``python -m hf_icl.export <name> ...``).
 
     Args:
+        name: the export's name on the command line (the dataset's usual folder and repo name).
         configs: Hub config names, in card order.
         make_builder: ``(config name, overrides, cache_dir) -> GeneratorBasedBuilder`` (not yet prepared); it
             applies the overrides that the config has.
@@ -237,9 +239,12 @@ class DatasetExport:
         card_metadata: the card's YAML fields besides ``configs:`` (``pretty_name``, ``license``, ``tags``, ...).
         default_config: the config marked ``default: true`` when exported (else the first exported one).
         overrides: ``{config field: type}`` offered as ``--field-name`` options, in the order the card lists them.
-        description: the ``--help`` text (the script's docstring).
+        description: the ``--help`` text (the export module's docstring).
+        config_tasks: Hub config -> the task whose data it holds, so ``python -m hf_icl.export <task>`` exports that
+            task's configs; ``None``: every config holds the family's one task.
     """
 
+    name: str
     configs: tuple[str, ...]
     make_builder: Callable[[str, dict, str | None], Any]
     statistics: Callable
@@ -248,6 +253,13 @@ class DatasetExport:
     default_config: str
     overrides: Mapping[str, type]
     description: str = ""
+    config_tasks: Mapping[str, str] | None = None
+
+    def configs_of(self, task: str | None = None) -> list[str]:
+        """The configs holding `task`'s data, in card order (all of them for `None` or without ``config_tasks``)."""
+        if task is None or self.config_tasks is None:
+            return list(self.configs)
+        return [name for name in self.configs if self.config_tasks.get(name) == task]
 
     def check(
         self, output: Path, configs: Iterable[str], overrides: Mapping, cache_dir: str | None = None,
@@ -275,8 +287,8 @@ class DatasetExport:
         return builders
 
     def check_output(self, output: Path, configs: list[str], replace: bool) -> None:
-        """Refuse a file, a non-empty folder that is not an export of this script, or configs already in it
-        (unless `replace`)."""
+        """Refuse a file, a non-empty folder that is not an export of this kind, or configs already in it (unless
+        `replace`)."""
         if output.exists() and not output.is_dir():
             raise ValueError(f"argument --output: {str(output)!r} is a file, not a folder")
         if not output.is_dir() or not any(output.iterdir()):
@@ -292,7 +304,7 @@ class DatasetExport:
         foreign = sorted(there - set(self.configs))
         if foreign:
             raise ValueError(
-                f"argument --output: {output} holds configs this script does not export ({', '.join(foreign)}); "
+                f"argument --output: {output} holds configs this export does not write ({', '.join(foreign)}); "
                 "nothing was changed: choose another folder"
             )
         clash = [name for name in configs if name in there]
@@ -345,15 +357,28 @@ class DatasetExport:
         )
         return write_folder(output, built, render_readme(front, body))
 
-    def parser(self) -> argparse.ArgumentParser:
+    def parser(self, prog: str | None = None, default_configs: list[str] | None = None) -> argparse.ArgumentParser:
         """``--output``, ``--configs``, one option per override, ``--replace-configs``, ``--cache-dir``,
-        ``--push-to-hub``, ``--private``."""
+        ``--push-to-hub``, ``--private``.
+
+        Args:
+            prog: the command's name in messages (default ``python -m hf_icl.export <name>``).
+            default_configs: the configs exported without ``--configs`` (default: all).
+        """
         parser = CommandLineParser(
-            description=self.description, formatter_class=argparse.RawDescriptionHelpFormatter
+            prog=prog or f"python -m hf_icl.export {self.name}",
+            description=self.description,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         add_export_arguments(parser)
         parser.add_argument(
-            "--configs", nargs="+", default=list(self.configs), choices=list(self.configs), metavar="CONFIG"
+            "--configs",
+            nargs="+",
+            default=list(default_configs or self.configs),
+            choices=list(self.configs),
+            metavar="CONFIG",
+            help=f"configs to export (default: {' '.join(default_configs or self.configs)}); one of: "
+            f"{', '.join(self.configs)}",
         )
         for field, kind in self.overrides.items():
             parser.add_argument(
@@ -361,16 +386,18 @@ class DatasetExport:
             )
         return parser
 
-    def main(self, argv: list[str] | None = None) -> Path:
+    def main(self, argv: list[str] | None = None, prog: str | None = None, task: str | None = None) -> Path:
         """Command-line entry point: parse, export, optionally push.
 
         Args:
             argv: arguments (default ``sys.argv[1:]``).
+            prog: the command's name in messages.
+            task: export only this task's configs unless ``--configs`` says otherwise.
 
         Returns:
             The output folder.
         """
-        parser = self.parser()
+        parser = self.parser(prog, self.configs_of(task))
         args = parser.parse_args(argv)
         overrides = {field: getattr(args, field) for field in self.overrides if getattr(args, field) is not None}
         configs = list(dict.fromkeys(args.configs))

@@ -1,13 +1,15 @@
-"""`ValidatedBuilder`, the base of every hf_icl builder, and the config checks the builders share.
+"""`ValidatedBuilder`, the base of every hf_icl builder, `RowBuilder`, and the config checks the builders share.
 
 A `ValidatedBuilder` rejects a bad config before touching the cache and generates the three splits of
-:data:`SPLITS`. :func:`check_counts` and :func:`check_range` are the field checks every task's `validate_config`
-is made of, so the same mistake gives the same message in every task.
+:data:`SPLITS`; a `RowBuilder` is one whose splits are streams of rows. :func:`check_counts` and
+:func:`check_range` are the field checks every task's `validate_config` is made of, so the same mistake gives the
+same message in every task.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 
 import datasets
 import numpy as np
@@ -75,6 +77,26 @@ class ValidatedBuilder(datasets.GeneratorBasedBuilder):
             datasets.SplitGenerator(name=getattr(datasets.Split, split.upper()), gen_kwargs={"split": split})
             for split in SPLITS
         ]
+
+
+class RowBuilder(ValidatedBuilder):
+    """A builder whose splits are streams of rows from ``iter_rows(config, split)``.
+
+    Subclasses set ``VERSION``, ``BUILDER_CONFIG_CLASS``, ``BUILDER_CONFIGS``, ``validate_config``, ``iter_rows``,
+    ``FEATURES``, ``DESCRIPTION`` and ``CITATION``; the splits are :data:`SPLITS`.
+    """
+
+    FEATURES: datasets.Features
+    DESCRIPTION = ""
+    CITATION = ""
+    iter_rows = staticmethod(lambda config, split: iter(()))
+
+    def _info(self) -> datasets.DatasetInfo:
+        return datasets.DatasetInfo(description=self.DESCRIPTION, features=self.FEATURES, citation=self.CITATION)
+
+    def _generate_examples(self, split: str) -> Iterator:
+        for i, row in enumerate(self.iter_rows(self.config, split)):
+            yield datasets.builder.Key(0, i), row
 
 
 def _is_integer(value) -> bool:

@@ -1,13 +1,14 @@
 """`TaskFamily`: everything training, evaluation, reports and cards need from one family of tasks, in one object.
 
-A family lives in one file (``hf_icl/tasks/families/<family>.py``) and registers once with
-:func:`register_family`. The rest of hf_icl looks a task up with :func:`family_of` and never branches on a family or
-task name (zoology's task configs and torchtitan's ``build()`` configs are the model).
+A family lives in one folder (``hf_icl/tasks/<family>/``) whose ``__init__`` registers it with
+:func:`register_family` (``hf_icl.tasks`` imports every such folder; code outside the package calls
+:func:`register_family` itself). The rest of hf_icl looks a task up with :func:`family_of` and never branches on a
+family or task name (zoology's task configs and torchtitan's ``build()`` configs are the model).
 
 What a family declares:
 
 - ``tasks``: task name -> :class:`TaskEntry` (a ``datasets`` builder and its fixed config, and/or nothing for an
-  online-only task);
+  online-only task; per-task declarations such as a solver or a baselines list, checked at registration);
 - ``prepare_data(request) -> TaskData``: the builder's splits tokenized for training, or an online sampler, with the
   tokenizer (or continuous featuriser facts), collate function and the model fields the data fixes (``vocab_size``
   or ``input_dim``/``output_dim``);
@@ -15,7 +16,10 @@ What a family declares:
 - ``objective(model, batch) -> ObjectiveResult``: token cross-entropy, MSE, BCE, ... (:mod:`hf_icl.tasks.objectives`);
 - ``evaluate(request) -> dict`` and ``plot(results, path, title)``: the test-split evaluator and its figure;
 - ``run_defaults``: defaults of run arguments for this family (e.g. ``n_train``), ``presets``: named run settings;
-- ``metric_note``: how to read the metrics (model cards, summaries).
+- ``metric_note``: how to read the metrics (model cards, summaries);
+- ``tokenizer(request)``: the task's tokenizer (token tasks), ``training_options``: the run options it reads
+  (:class:`TaskOption`, set with ``--task-option``), ``export``: its Hub-layout dataset export
+  (:class:`~hf_icl.hub.dataset_export.DatasetExport`, run by ``python -m hf_icl.export``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,35 @@ HEADS = ("causal_lm", "regression")
 
 
 @dataclasses.dataclass(frozen=True)
+class TaskOption:
+    """A run option a family reads when it prepares a task (``--task-option NAME=VALUE``, ``task_options:`` in a
+    config file), e.g. RegBench's ``train_on_delimiter``. It never reaches the ``datasets`` builder.
+
+    Args:
+        name: the option name.
+        type: its Python type (``bool``, ``int``, ``float`` or ``str``).
+        default: the value when the run does not set it.
+        doc: what it does (``--help``, docs).
+        check: ``value -> None`` raising ``ValueError`` for a value of the right type that is still not allowed.
+    """
+
+    name: str
+    type: type
+    default: Any
+    doc: str
+    check: Callable[[Any], None] | None = None
+
+    def validate(self, value) -> Any:
+        """`value` if it is allowed; raises ``ValueError`` naming the option, the value and what is allowed."""
+        numeric = self.type is float and isinstance(value, int)
+        if isinstance(value, bool) != (self.type is bool) or not (isinstance(value, self.type) or numeric):
+            raise ValueError(f"{self.name}={value!r} is not allowed: expected a {self.type.__name__}")
+        if self.check is not None:
+            self.check(value)
+        return value
+
+
+@dataclasses.dataclass(frozen=True)
 class TaskEntry:
     """One task of a family.
 
@@ -37,12 +70,20 @@ class TaskEntry:
         option_fields: keyword overrides accepted by ``load_task(name, ...)`` / ``--task-option``.
         check_options: online tasks: ``options dict -> None``, raising ``ValueError`` naming the field, the value and
             what is allowed (run before any work; builder tasks are checked through their builder config instead).
+        spec: the family's own per-task declaration (how the task is tokenized, sampled or scored), read by its
+            ``prepare_data`` and ``evaluate``.
+        solver: ``(prompt, answer_length) -> answer``, the task's exact answers read off a prompt (the oracle
+            baseline of families that list ``"solver"`` in ``TaskFamily.entry_fields``).
+        baselines: names of the baselines scored beside the model on this task.
     """
 
     builder: type | None
     config_name: str | None
     option_fields: tuple[str, ...]
     check_options: Callable[[dict], None] | None = None
+    spec: Any = None
+    solver: Callable[[str, int], str] | None = None
+    baselines: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass
@@ -53,8 +94,9 @@ class TaskRequest:
         task: the task name.
         n_train: training-set size override (``None``: the family's or builder's default).
         seed: the task generator's seed.
-        options: further generator overrides (``--task-option``).
-        training: run options a family may read (e.g. ``train_on_delimiter``), by name.
+        options: ``--task-option`` values: generator overrides, and the family's :class:`TaskOption` values.
+        training: run options a family may read (``augment``), by name; also the family's option values recorded
+            by runs before they became task options (read when ``options`` lacks them).
     """
 
     task: str
@@ -64,8 +106,28 @@ class TaskRequest:
     training: dict = dataclasses.field(default_factory=dict)
 
     def builder_overrides(self) -> dict:
-        """``load_task`` overrides: the options plus ``n_train`` and ``seed``."""
-        return {**self.options, **({"n_train": self.n_train} if self.n_train else {}), "seed": self.seed}
+        """``load_task`` overrides: the generator options plus ``n_train`` and ``seed``."""
+        own = {option.name for option in family_of(self.task).training_options}
+        options = {key: value for key, value in self.options.items() if key not in own}
+        return {**options, **({"n_train": self.n_train} if self.n_train else {}), "seed": self.seed}
+
+    def option(self, name: str):
+        """The value of the family's :class:`TaskOption` `name`: ``options``, else ``training``, else its default.
+
+        Raises:
+            ValueError: the family declares no such option, or the value is not allowed.
+        """
+        declared = {option.name: option for option in family_of(self.task).training_options}
+        if name not in declared:
+            raise ValueError(f"task {self.task!r} has no option {name!r}; its options: {', '.join(declared) or 'none'}")
+        for source in (self.options, self.training):
+            if name in source:
+                return declared[name].validate(source[name])
+        return declared[name].default
+
+    def training_option_values(self) -> dict:
+        """Every :class:`TaskOption` of the task's family with its value for this request."""
+        return {option.name: self.option(option.name) for option in family_of(self.task).training_options}
 
 
 @dataclasses.dataclass
@@ -139,6 +201,13 @@ class TaskFamily:
         example_prompt: a prompt for the model card's usage snippet (causal-LM heads).
         augmentation: what ``--augment`` does to this family's training examples (exact symmetries of the data
             distribution, set as ``TaskData.augment`` when ``training["augment"]``); ``None``: ``--augment`` is refused.
+        tokenizer: :class:`TaskRequest` -> the task's ``PreTrainedTokenizerFast`` (``hf_icl.load_tokenizer``);
+            required for ``causal_lm`` families, ``None`` for continuous inputs.
+        training_options: the run options the family reads (:class:`TaskOption`, ``--task-option NAME=VALUE``).
+        entry_fields: :class:`TaskEntry` fields every task of the family must set (e.g. ``("solver",)``), checked
+            by :func:`register_family`.
+        export: the family's Hub-layout dataset export (a :class:`~hf_icl.hub.dataset_export.DatasetExport`, shared
+            by families exported together), or ``None``.
     """
 
     name: str
@@ -154,6 +223,10 @@ class TaskFamily:
     metric_note: str = ""
     example_prompt: str = ""
     augmentation: str | None = None
+    tokenizer: Callable[[TaskRequest], Any] | None = None
+    training_options: tuple[TaskOption, ...] = ()
+    entry_fields: tuple[str, ...] = ()
+    export: Any = None
 
     def __post_init__(self):
         if self.head not in HEADS:
@@ -170,8 +243,10 @@ def register_family(family: TaskFamily) -> TaskFamily:
     """Make a family's tasks known to ``load_task``, ``train.py``, ``python -m hf_icl.evaluate`` and the reports.
 
     Raises:
-        ValueError: the family or one of its task names is registered already.
+        ValueError: the family or one of its task names is registered already, a task lacks a field of
+            ``family.entry_fields``, or a ``causal_lm`` family has no tokenizer.
     """
+    _check_declarations(family)
     if family.name in FAMILIES:
         raise ValueError(f"task family {family.name!r} is already registered")
     taken = sorted(set(family.tasks) & set(_TASK_TO_FAMILY))
@@ -180,6 +255,22 @@ def register_family(family: TaskFamily) -> TaskFamily:
     FAMILIES[family.name] = family
     _TASK_TO_FAMILY.update(dict.fromkeys(family.tasks, family.name))
     return family
+
+
+def _check_declarations(family: TaskFamily) -> None:
+    if family.head == "causal_lm" and family.tokenizer is None:
+        raise ValueError(f"task family {family.name!r}: a causal_lm family declares its tokenizer (tokenizer=...)")
+    known = {field.name for field in dataclasses.fields(TaskEntry)}
+    for field in family.entry_fields:
+        if field not in known:
+            raise ValueError(f"task family {family.name!r}: entry field {field!r} is not one of: {', '.join(known)}")
+    for task, entry in family.tasks.items():
+        missing = [field for field in family.entry_fields if getattr(entry, field) in (None, ())]
+        if missing:
+            raise ValueError(
+                f"task {task!r} of family {family.name!r} declares no {', '.join(missing)}; the family requires "
+                f"every task to set: {', '.join(family.entry_fields)}"
+            )
 
 
 def unregister_family(name: str) -> None:

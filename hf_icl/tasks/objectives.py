@@ -60,10 +60,3 @@ def binary_cross_entropy(model, batch: dict) -> ObjectiveResult:
     outputs, predictions, targets, mask = _scored(model, batch)
     losses = F.binary_cross_entropy_with_logits(predictions, targets, reduction="none")
     return ObjectiveResult(_masked_mean(losses, mask), _aux(outputs))
-
-
-OBJECTIVES = {
-    "token_cross_entropy": token_cross_entropy,
-    "mse": mean_squared_error,
-    "bce": binary_cross_entropy,
-}

@@ -1,0 +1,163 @@
+"""Evaluation of in-context regression (paper 5 §3.1; Garg et al., 2022; DESIGN §5.5): error against the number of
+in-context examples, for the model and the classical baselines on the same prompts, plus cheap out-of-distribution
+prompts and the forward FLOPs per sequence.
+
+The error of example i is (ŷ_i − y_i)² divided by the task's normaliser (d for linear and NN tasks, the sparsity k
+for sparse linear regression, 1 for the tree; ‖v̂ − v‖² for vector MQAR); sparse parity scores (1 + sign(ŷ)·y)/2,
+the sign accuracy where an undetermined 0 counts 1/2. A position's number of in-context examples is the number of
+*scored* examples before it, so outlier tasks are read against clean examples (P5 Fig. 2, "eval at the 20th clean
+example") and vector MQAR against earlier queries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ...baselines import regression as baselines
+from ..family import task_entry
+from .classes import FUNCTION_CLASSES, model_inputs, normalizer, sample
+from .function_class_data import OOD_VARIANTS
+
+BASELINE_PROMPTS = {"lasso": 64, "gd_two_layer_nn": 64, "decision_tree": 64, "gradient_boosting": 16}
+"""Baselines refitted per prompt and position run on the first prompts only (their cost grows with B·N fits)."""
+
+
+def nearest_key(xs, ys, n_labelled: int) -> torch.Tensor:
+    """Vector MQAR's exact retriever: the value of the key with the largest inner product with each x."""
+    keys, values = xs[:, :n_labelled], ys[:, :n_labelled]
+    best = (xs @ keys.transpose(1, 2)).argmax(-1)  # (B, N)
+    return torch.gather(values, 1, best[..., None].expand(-1, -1, values.shape[-1]))
+
+
+def baseline_predictions(name: str, prompts: dict) -> torch.Tensor:
+    """(B, N) (or (B, N, d)) predictions of baseline `name` on a batch of prompts: one of
+    `hf_icl.baselines.regression.BASELINES`, `least_squares_clean_pairs` or `nearest_key`."""
+    xs, ys, mask = prompts["xs"], prompts["ys"], prompts.get("loss_mask")
+    if name == "least_squares_clean_pairs":  # the fit uses only the clean pairs: an oracle-filtered estimator
+        return baselines.least_squares(xs, ys, mask=mask)
+    if name == "nearest_key":
+        return nearest_key(xs, ys, prompts["n_labelled"])
+    return baselines.BASELINES[name](xs, ys)
+
+
+def example_scores(task: str, predictions, prompts: dict, n_dims: int, options=None) -> torch.Tensor:
+    """(B, N) per-example scores: normalised squared error, or sign accuracy for sparse parity."""
+    targets = prompts.get("targets", prompts["ys"]).to(torch.float32)
+    predictions = predictions.to(torch.float32)
+    if FUNCTION_CLASSES[task].metric == "accuracy":
+        return (1 + torch.sign(predictions) * targets) / 2
+    errors = (predictions - targets) ** 2
+    if errors.dim() == 3:
+        errors = errors.sum(-1)  # ‖v̂ − v‖² for vector outputs
+    return errors / normalizer(task, n_dims, **(options or {}))
+
+
+def curve(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[list[int], list[float]]:
+    """Mean score against the number of scored examples before each scored position."""
+    mask = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.bool()
+    before = torch.cumsum(mask.long(), dim=1) - mask.long()  # scored examples strictly before each position
+    counts, values = [], []
+    for k in range(int(before[mask].max()) + 1 if mask.any() else 0):
+        chosen = mask & (before == k)
+        if chosen.any():
+            counts.append(k)
+            values.append(float(scores[chosen].mean()))
+    return counts, values
+
+
+def summary(task: str, scores: torch.Tensor, mask) -> dict:
+    """Scalar metrics: the mean over scored examples and the value at the last point of the curve."""
+    name = "accuracy" if FUNCTION_CLASSES[task].metric == "accuracy" else "error"
+    mask = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.bool()
+    _, values = curve(scores, mask)
+    return {f"{name}_mean": float(scores[mask].mean()), f"{name}_final": values[-1] if values else float("nan")}
+
+
+@torch.no_grad()
+def model_predictions(model, prompts: dict, batch_size: int = 64) -> torch.Tensor:
+    """The model's in-context predictions for every prompt, in batches (ŷ at x positions; CoT: ŷ at s positions)."""
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    inputs = model_inputs(prompts)
+    outputs = []
+    for start in range(0, prompts["xs"].shape[0], batch_size):
+        batch = {key: value[start : start + batch_size].to(device) for key, value in inputs.items()}
+        batch.pop("targets", None)
+        batch.pop("loss_mask", None)
+        outputs.append(model(**batch).predictions.float().cpu())
+    model.train(was_training)
+    return torch.cat(outputs)
+
+
+def evaluate_prompts(task, model, prompts, n_dims, options=None, batch_size=64, baseline_names=None) -> dict:
+    """Scores, curves and summaries of the model (if any) and the baselines on one batch of prompts."""
+    results = {"model": {}, "baselines": {}, "curves": {}, "skipped_baselines": {}}
+    predictors = []
+    if model is not None:
+        predictors.append(("model", lambda p: model_predictions(model, p, batch_size)))
+    for name in task_entry(task).baselines if baseline_names is None else baseline_names:
+        predictors.append((name, lambda p, name=name: baseline_predictions(name, p)))
+    for name, predict in predictors:
+        subset = prompts
+        if name in BASELINE_PROMPTS:
+            count = BASELINE_PROMPTS[name]
+            subset = {k: v[:count] if torch.is_tensor(v) else v for k, v in prompts.items()}
+        try:
+            scores = example_scores(task, predict(subset), subset, n_dims, options)
+        except ImportError as error:
+            results["skipped_baselines"][name] = str(error)
+            continue
+        sub_mask = subset.get("loss_mask")
+        metrics = summary(task, scores, sub_mask)
+        if name == "model":
+            results["model"] = metrics
+        else:
+            results["baselines"][name] = metrics
+            results.setdefault("baseline_prompts", {})[name] = int(scores.shape[0])
+        examples, values = curve(scores, sub_mask)
+        results["curves"][name] = values
+        results.setdefault("examples", examples)
+    return results
+
+
+def ood_results(task, model, n_points, n_dims, options, input_dim, batch_size, count=256, seed=1234) -> dict:
+    """The model and least squares on the out-of-distribution prompts (Garg et al. §4) of a Gaussian-x task."""
+    out = {}
+    for index, (name, variant) in enumerate(OOD_VARIANTS.items()):
+        prompts = sample(task, count, n_points, n_dims, (seed, index), **options, **variant, input_dim=input_dim)
+        scored = evaluate_prompts(task, model, prompts, n_dims, options, batch_size, ("least_squares",))
+        out[name] = {"model": scored["model"], "least_squares": scored["baselines"]["least_squares"]}
+        out[name]["curves"] = scored["curves"]
+    return out
+
+
+def plot_curves(results: dict, path: Path, title: str = "") -> None:
+    """Error (or accuracy) against in-context examples: the model and every baseline on one PNG."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    accuracy = "accuracy_mean" in results.get("model", {}) or any(
+        "accuracy_mean" in m for m in results.get("baselines", {}).values()
+    )
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    examples = results.get("examples", [])
+    for name, values in results.get("curves", {}).items():
+        xs = examples[: len(values)]
+        values = np.asarray(values) if accuracy else np.clip(values, 1e-6, None)
+        ax.plot(xs, values, label=name, lw=2.2 if name == "model" else 1.3, ls="-" if name == "model" else "--")
+    ax.set_xlabel("in-context examples")
+    ax.set_ylabel("accuracy" if accuracy else "squared error (normalised)")
+    if not accuracy:
+        ax.set_yscale("log")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

@@ -1,0 +1,110 @@
+"""Old import paths of the modules the family folders replaced keep working for one release, each with a
+`FutureWarning`, and give the very objects of the new place; the stable names (DESIGN §2.5) and the exporter's
+targets come from the registry."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+from hf_icl.export import export_targets
+from hf_icl.tasks import FAMILIES
+
+MOVED_MODULES = {
+    "hf_icl.tasks.copying": "hf_icl.tasks.generation.copying",
+    "hf_icl.tasks.copying_sampling": "hf_icl.tasks.generation.copying_sampling",
+    "hf_icl.tasks.phonebook": "hf_icl.tasks.generation.phonebook",
+    "hf_icl.tasks.recall": "hf_icl.tasks.generation.recall",
+    "hf_icl.tasks.generative": "hf_icl.tasks.generation.generative",
+    "hf_icl.tasks.regbench_sampling": "hf_icl.tasks.regbench.sampling",
+    "hf_icl.tasks.formal_languages": "hf_icl.tasks.formal_language.languages",
+    "hf_icl.tasks.regular_languages": "hf_icl.tasks.formal_language.regular_languages",
+    "hf_icl.tasks.function_class_data": "hf_icl.tasks.function_classes.function_class_data",
+    "hf_icl.evaluation.regbench_eval": "hf_icl.tasks.regbench.evaluation",
+    "hf_icl.evaluation.generation_eval": "hf_icl.tasks.generation.evaluation",
+    "hf_icl.evaluation.in_context_regression": "hf_icl.tasks.function_classes.evaluation",
+    "hf_icl.evaluation.icl_arithmetic_eval": "hf_icl.tasks.icl_arithmetic.evaluation",
+    "hf_icl.evaluation.text_lm_eval": "hf_icl.tasks.text_lm.evaluation",
+    "hf_icl.evaluation.text_mixture_eval": "hf_icl.tasks.text_mixture.evaluation",
+}
+"""Modules of the release before the family folders -> the module that replaced them."""
+
+
+@pytest.mark.parametrize("old", sorted(MOVED_MODULES))
+def test_an_old_module_path_is_the_new_module_with_a_warning(old, monkeypatch):
+    monkeypatch.delitem(sys.modules, old, raising=False)
+    with pytest.warns(FutureWarning, match=f"{old} is deprecated .* import {MOVED_MODULES[old]} instead"):
+        module = importlib.import_module(old)
+    assert module is importlib.import_module(MOVED_MODULES[old])
+
+
+@pytest.mark.parametrize(
+    "old, name, new",
+    [
+        ("hf_icl.tokenization", "regbench_tokenizer", "hf_icl.tasks.regbench"),
+        ("hf_icl.tokenization", "COPY_SYMBOLS", "hf_icl.tasks.generation.tokenizers"),
+        ("hf_icl.tokenization", "char_tokenizer", "hf_icl.tasks.char_tokenizer"),
+        ("hf_icl.tokenization", "text_tokenizer", "hf_icl.tasks.text_mixture"),
+        ("hf_icl.tasks", "GENERATION_TASKS", "hf_icl.tasks.generation"),
+        ("hf_icl.tasks", "RegBenchBuilder", "hf_icl.tasks.regbench"),
+        ("hf_icl.evaluation.metrics", "regbench_metrics", "hf_icl.tasks.regbench.metrics"),
+    ],
+)
+def test_an_old_name_resolves_to_the_new_object_with_a_warning(old, name, new, monkeypatch):
+    if old == "hf_icl.tokenization":
+        monkeypatch.delitem(sys.modules, old, raising=False)
+    with pytest.warns(FutureWarning, match="is deprecated"):
+        value = getattr(importlib.import_module(old), name)
+    assert value is getattr(importlib.import_module(new), name)
+
+
+def test_stable_names_need_no_warning():
+    code = (
+        "import warnings; warnings.simplefilter('error', FutureWarning)\n"
+        "import hf_icl, hf_icl.evaluate\n"
+        "from hf_icl.tasks.regbench import next_token_truth\n"
+        "from hf_icl.tasks.function_classes import sample\n"
+        "from hf_icl.evaluation import regbench_metrics\n"
+        "from hf_icl.baselines import BaumWelch, InContextNGram\n"
+        "from hf_icl.baselines.regression import least_squares\n"
+        "assert hf_icl.load_tokenizer('regbench').pad_token == '.' and 'regbench' in hf_icl.list_tasks()\n"
+        "print(sample('linear_regression', 2, 5, 3, seed=0)['xs'].shape)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == "torch.Size([2, 5, 3])"
+
+
+def test_the_old_evaluation_command_still_runs(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "-m", "hf_icl.evaluation.generation_eval", "--help"], capture_output=True, text=True
+    )
+    assert result.returncode == 0 and "metrics.json of runs on the same generation task" in result.stdout
+    assert "FutureWarning" in result.stderr
+
+
+def test_every_name_the_exporter_takes_comes_from_the_registry():
+    targets = export_targets()
+    exports = {family.export.name: family.export for family in FAMILIES.values() if family.export is not None}
+    assert set(exports) == {"regbench", "formal_languages", "copying", "function_classes", "icl_arithmetic",
+                            "text_mixture", "text_lm"}  # fmt: skip
+    exported = [family for family in FAMILIES.values() if family.export is not None]
+    assert set(targets) == set(exports) | {f.name for f in exported} | {task for f in exported for task in f.tasks}
+    for name, export in exports.items():
+        assert targets[name] == (export, None) and export.configs_of(None) == list(export.configs)
+    export, task = targets["parity_p"]
+    assert export.name == "formal_languages"
+    assert export.configs_of(task) == [f"parity_p{p}" for p in (10, 30, 50, 70, 90)]
+    assert targets["formal_language"] == (export, None) and targets["generation"][0].name == "copying"
+    export, task = targets["linear_regression"]
+    assert export.configs_of(task) == ["linear_regression"] + [
+        f"linear_regression_{v}" for v in ("scaled_x", "noisy_y", "skewed_covariance", "orthant")
+    ]
+    assert targets["vector_mqar"][0].configs_of("vector_mqar") == ["vector_mqar", "vector_mqar_4_queries"]
+    assert targets["copy"][0].configs_of("copy") == ["copy"] and targets["regbench"][1] is None
+    for task in (task for family in exported for task in family.tasks):  # each export holds the task's data
+        export, narrowed = targets[task]
+        assert export.configs_of(narrowed), task
