@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
+import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import yaml
 from ..architectures import ARCHITECTURES, list_architectures
 from ..modeling.configuration import check_choice
 from ..plugins import add_import_argument, preload
-from ..tasks import TaskRequest, check_task_request, family_of, list_tasks, task_entry, task_option_fields
+from ..tasks import FAMILIES, TaskRequest, check_task_request, family_of, list_tasks, task_entry, task_option_fields
 from ..tasks.online import StepCurriculum
 from ..validation import (
     FRACTION,
@@ -77,7 +79,6 @@ class RunArguments:
     gradient_accumulation_steps: int = 1
     seed: int = 0
     threads: int | None = None
-    train_on_delimiter: bool = True
     augment: bool = False
     batching: str = "grouped"
     output_dir: str | None = None
@@ -143,6 +144,9 @@ RUN_CHOICES: dict[str, tuple[str, ...]] = {
 }
 """The allowed values of every enumerated run argument besides `architecture`, `task` and the presets."""
 _FIELD_DESTS = {"overrides": "override", "task_options": "task_option", "aux_loss_weights": "aux_loss_weight"}
+LEGACY_TASK_OPTIONS: dict[str, str] = {"train_on_delimiter": "--train-on-delimiter"}
+"""Run arguments that became task options (`TaskFamily.training_options`), with their old flag: the old config key
+and flag still set the task option, with a `FutureWarning`, until the release after next."""
 
 
 def parse_ngram_heads(text: str) -> list[dict]:
@@ -191,7 +195,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         type=key_value("--task-option", "n_test=100"),
         metavar="FIELD=VALUE",
-        help="task generator override, repeatable (e.g. --task-option n_test=100)",
+        help="task generator override or task option, repeatable (e.g. --task-option n_test=100); task options: "
+        + "; ".join(_task_option_help()),
     )
     parser.add_argument(
         "--ngram-heads",
@@ -247,8 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--train-on-delimiter",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="RegBench: train on `|` labels too (default; never scored); --no-train-on-delimiter masks them as the "
-        "reference code did",
+        help="deprecated: use --task-option train_on_delimiter=true|false (RegBench)",
     )
     parser.add_argument(
         "--augment",
@@ -280,6 +284,18 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _task_option_help() -> list[str]:
+    """`name (type, default D; families): doc` for every task option a registered family declares."""
+    declared: dict[str, tuple] = {}
+    for family in FAMILIES.values():
+        for option in family.training_options:
+            declared.setdefault(option.name, (option, []))[1].append(family.name)
+    return [
+        f"{name} ({option.type.__name__}, default {json.dumps(option.default)}; {', '.join(owners)}): {option.doc}"
+        for name, (option, owners) in sorted(declared.items())
+    ] or ["none"]
+
+
 def parse_args(argv: list[str] | None = None) -> RunArguments:
     """Parse and validate; errors name the field, the value and the allowed values.
 
@@ -303,6 +319,8 @@ def parse_args(argv: list[str] | None = None) -> RunArguments:
     values.update({key: value for key, value in namespace.items() if value is not None})
     if imports:
         values["imports"] = list(dict.fromkeys([*values.get("imports", []), *imports]))
+    legacy = {name: values.pop(name) for name in LEGACY_TASK_OPTIONS if name in values}
+    explicit = set(values.get("task_options") or {}) | set(task_options)
     if aux_loss_weights:
         values["aux_loss_weights"] = {**values.get("aux_loss_weights", {}), **aux_loss_weights}
     values = {**task_defaults(values.get("task", RunArguments.task), values.get("task_preset")), **values}
@@ -310,9 +328,27 @@ def parse_args(argv: list[str] | None = None) -> RunArguments:
         values["overrides"] = {**values.get("overrides", {}), **overrides}
     if task_options:
         values["task_options"] = {**values.get("task_options", {}), **task_options}
+    for name, value in legacy.items():
+        values["task_options"] = {**values.get("task_options", {}), **legacy_task_option(values, name, value, explicit)}
     args = RunArguments(**values)
     validate(args)
     return args
+
+
+def legacy_task_option(values: dict, name: str, value, explicit: set[str]) -> dict:
+    """`{name: value}` for the task options of a run that set the old run argument `name` (with a `FutureWarning`):
+    empty where an explicit task option sets it too, or where the run's task has no such option (runs of other tasks
+    ignored the old argument)."""
+    warnings.warn(
+        f"{LEGACY_TASK_OPTIONS[name]} and the config key {name!r} are deprecated and will be removed in the release "
+        f"after next: use --task-option {name}={json.dumps(value)} (config files: task_options: {{{name}: "
+        f"{json.dumps(value)}}})",
+        FutureWarning,
+        stacklevel=3,
+    )
+    task = values.get("task", RunArguments.task)
+    declared = task in list_tasks() and name in {option.name for option in family_of(task).training_options}
+    return {name: value} if declared and name not in explicit else {}
 
 
 def task_defaults(task: str, preset: str | None) -> dict:
@@ -340,12 +376,13 @@ def load_yaml_config(path: Path) -> dict:
     if not isinstance(values, dict):
         raise ValueError(f"argument --config: {str(path)!r} holds a {type(values).__name__}, expected a mapping of "
                          "RunArguments fields")
-    known = {f.name for f in fields(RunArguments)}
+    known = {f.name for f in fields(RunArguments)} | set(LEGACY_TASK_OPTIONS)
     for key in values:
         if key not in known:
             raise ValueError(f"argument --config: field {key!r} is not one of: {', '.join(sorted(known))}")
     with naming("--config"):
-        check_field_values(RunArguments, values)
+        fields_only = {key: value for key, value in values.items() if key not in LEGACY_TASK_OPTIONS}
+        check_field_values(RunArguments, fields_only)
     ranged = [name for name in values if name in RUN_LIMITS]
     check_limits(values, {name: RUN_LIMITS[name] for name in ranged}, dict.fromkeys(ranged, "--config"))
     return values

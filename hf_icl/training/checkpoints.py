@@ -27,10 +27,11 @@ RUN_OUTPUTS: tuple[str, ...] = (
 """Top-level entries a run writes (`hf_icl` holds TensorBoard logs), besides its task family's plot; a new report file
 must be added here, or `--overwrite` will leave it behind."""
 RESUME_FIELDS: tuple[str, ...] = (
-    "architecture", "preset", "overrides", "task", "n_train", "task_seed", "task_options", "train_on_delimiter",
-    "augment",
+    "architecture", "preset", "overrides", "task", "n_train", "task_seed", "task_options", "augment",
 )
-"""Run arguments a resumed run must share with the saved run: they fix the model's shape and the data."""
+"""Run arguments a resumed run must share with the saved run: they fix the model's shape and the data. The task
+family's task options are compared with their values resolved (:func:`~hf_icl.tasks.run_task_options`), so a run
+saved when `train_on_delimiter` was a top-level run argument resumes under `task_options`."""
 
 
 class ResumeError(RuntimeError):
@@ -222,11 +223,21 @@ def resume_differences(saved: dict | None, current: dict) -> list[str]:
     def normal(value):
         return json.loads(json.dumps(value, sort_keys=True, default=str))
 
+    saved, current = _resolved_task_options(saved), _resolved_task_options(current)
     return [
         f"{field}: saved {saved.get(field)!r}, now {current.get(field)!r}"
         for field in RESUME_FIELDS
         if field in saved and normal(saved.get(field)) != normal(current.get(field))
     ]
+
+
+def _resolved_task_options(config: dict) -> dict:
+    """`config` with its `task_options` holding every task option of its task's family, resolved."""
+    from ..tasks import list_tasks, run_task_options
+
+    if config.get("task") not in list_tasks():
+        return config
+    return {**config, "task_options": run_task_options(config["task"], config.get("task_options") or {}, config)}
 
 
 def prepare_output_dir(

@@ -158,8 +158,9 @@ def start_run(args: RunArguments) -> Run:
 
 
 def task_request(args: RunArguments) -> TaskRequest:
-    training = {"train_on_delimiter": args.train_on_delimiter, "augment": args.augment}
-    return TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options), training)
+    """The run's task request: `--task-option` values (generator overrides and the family's task options), and the
+    run options a family may read (`augment`)."""
+    return TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options), {"augment": args.augment})
 
 
 def prepare_data(run: Run) -> TaskData:
@@ -434,7 +435,7 @@ def finish_export(run: Run, model, metrics: dict) -> None:
         "n_train": data.description.get("n_train"),
         "task_seed": args.task_seed,
         "task_options": args.task_options,
-        "training": task_request(args).training,
+        "training": {**task_request(args).training, **task_request(args).training_option_values()},
     }
 
     def write_checkpoint(folder: Path):
