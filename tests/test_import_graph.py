@@ -135,6 +135,7 @@ def test_the_package_import_graph_has_no_cycle(deferred):
     [
         ("hf_icl.tasks", {"hf_icl.tasks.regbench", "hf_icl.tasks.generation", "hf_icl.tasks.family"}),
         ("hf_icl.tasks.regbench.evaluation", {"hf_icl.baselines", "hf_icl.baselines.ngram", "hf_icl.evaluation"}),
+        ("hf_icl.evaluate", {"hf_icl.evaluation", "hf_icl.evaluation.__main__"}),
     ],
 )
 def test_edges_follow_imports_and_the_packages_they_run(importer, expected):

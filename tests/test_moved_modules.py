@@ -108,3 +108,14 @@ def test_every_name_the_exporter_takes_comes_from_the_registry():
     for task in (task for family in exported for task in family.tasks):  # each export holds the task's data
         export, narrowed = targets[task]
         assert export.configs_of(narrowed), task
+
+
+@pytest.mark.parametrize("module", ["hf_icl.evaluate", "hf_icl.evaluation"])
+def test_the_evaluation_command_answers_under_both_names(module, tmp_path):
+    argv = [sys.executable, "-m", module, "--checkpoint", str(tmp_path), "--task", "regbench"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert (
+        "python -m hf_icl.evaluate: error: argument --checkpoint:" in result.stderr
+        and "no config.json" in result.stderr
+    )

@@ -1,5 +1,5 @@
-"""Evaluation against exact ground truth (DESIGN §2.3): metric functions and shared evaluation helpers; each task
-family's evaluator is in its folder.
+"""Evaluation against exact ground truth (DESIGN §2.3): metric functions, shared evaluation helpers and the
+``python -m hf_icl.evaluation`` command (:mod:`.__main__`); each task family's evaluator is in its folder.
 
 ``regbench_metrics`` (a stable name) is RegBench's metric, :func:`hf_icl.tasks.regbench.metrics.regbench_metrics`,
 resolved on first use: this package imports nothing from ``hf_icl.tasks``, whose evaluators import it.
