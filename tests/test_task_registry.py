@@ -5,13 +5,15 @@
 - the family folders are found by `hf_icl.tasks` itself, and each builder keeps the `datasets` name and version of
   the previous release (the name is the builder module's file name, part of the cache path);
 - `register_family` refuses a family whose tasks lack a declared per-task field, or a token family without a
-  tokenizer, before anything is registered.
+  tokenizer, before anything is registered;
+- the README's task table lists exactly the registered tasks.
 """
 
 from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import sys
 from pathlib import Path
 
@@ -129,3 +131,35 @@ def test_per_task_declarations_live_in_the_entries():
     assert task_entry("vector_mqar").baselines == ("nearest_key",)
     assert "lasso" in task_entry("sparse_linear_regression").baselines
     assert isinstance(task_entry("regbench"), TaskEntry) and task_entry("regbench").baselines == ()
+
+
+def readme_task_names(text: str) -> list[str]:
+    """The `backticked` names in the first column of the README table whose header's first cell is `task` (outside
+    parentheses, which hold configs and settings)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if re.match(r"\|\s*task\s*\|", line))
+    names = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        first = line.split("|")[1]
+        depth, outside = 0, []
+        for char in first:
+            depth += char == "("
+            outside.append(char if depth == 0 else " ")
+            depth -= char == ")" and depth > 0
+        names += re.findall(r"`([^`]+)`", "".join(outside))
+    return names
+
+
+def test_the_readme_task_table_lists_exactly_the_registered_tasks():
+    names = readme_task_names((ROOT / "README.md").read_text(encoding="utf-8"))
+    registered = sorted(task for family in BUILT_IN.values() for task in family.tasks)
+    unknown = sorted(set(names) - set(registered))
+    missing = sorted(set(registered) - set(names))
+    assert not unknown and not missing, f"README task table: not registered {unknown}; not listed {missing}"
+
+
+def test_the_readme_table_reader():
+    text = "| task | status |\n|---|---|\n| `a` (configs `x`, `y`), `b` | ✅ |\n| `c` | ✅ |\n\nafter `d`"
+    assert readme_task_names(text) == ["a", "b", "c"]
