@@ -16,6 +16,7 @@ import hf_icl
 from hf_icl.baselines.copying import LookupOracle, NGramCopier
 from hf_icl.tasks import task_builder, task_entry
 from hf_icl.tasks.generation import GENERATION_TASKS
+from hf_icl.tasks.generation.copying import TASK_NAMES
 from hf_icl.tasks.generation.copying_sampling import (
     duplicate_ngram,
     longest_repeat_with_different_successors,
@@ -76,7 +77,7 @@ def check_copy_example(text: str, task: str, config, ngram: int) -> tuple[str, s
     return text[: len(text) - len(answer) - 1], answer, s
 
 
-@pytest.mark.parametrize("task", ["copy", "copy_dup_ngram", "lookup_suffix", "lookup_prefix"])
+@pytest.mark.parametrize("task", TASK_NAMES)
 def test_copy_and_lookup_rows_follow_their_format(task):
     config = config_of(task)
     for split in SPLITS:
