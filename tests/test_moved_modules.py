@@ -119,3 +119,13 @@ def test_the_evaluation_command_answers_under_both_names(module, tmp_path):
         "python -m hf_icl.evaluate: error: argument --checkpoint:" in result.stderr
         and "no config.json" in result.stderr
     )
+
+
+def test_the_lookup_oracle_still_takes_a_task_name():
+    from hf_icl.baselines.copying import LookupOracle, lookup_suffix_answer
+
+    with pytest.warns(FutureWarning, match="LookupOracle\\(task_name\\) is deprecated"):
+        old = LookupOracle("lookup_suffix", answer_length=2)
+    new = LookupOracle(lookup_suffix_answer, eos=True, answer_length=2)
+    prompts = ["$abcdef|cd", "$xyzxq|yz"]
+    assert old.generate(prompts, 5) == new.generate(prompts, 5) == ["ef.", "xq."]
