@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 from .hub.dataset_export import DatasetExport
+from .plugins import add_import_argument, preload, without_imports
 from .tasks import FAMILIES
 from .validation import CommandLineParser
 
@@ -46,6 +47,7 @@ def build_parser(targets) -> CommandLineParser:
     parser = CommandLineParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("target", metavar="EXPORT", help=f"one of: {', '.join(sorted(targets))}")
     parser.add_argument("options", nargs=argparse.REMAINDER, help="the export's options (see EXPORT --help)")
+    add_import_argument(parser)
     return parser
 
 
@@ -56,6 +58,11 @@ def main(argv: list[str] | None = None) -> Path:
         The output folder.
     """
     argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        preload(argv)  # plug-in families bring their own exports
+    except ValueError as err:
+        build_parser({}).fail(err)
+    argv = without_imports(argv)
     targets = export_targets()
     parser = build_parser(targets)
     if argv[:1] in (["-h"], ["--help"]):

@@ -85,6 +85,19 @@ def imports_in_argv(argv: list[str]) -> list[str]:
     return found
 
 
+def without_imports(argv: list[str]) -> list[str]:
+    """`argv` without its `--import X` / `--import=X` arguments (for commands that hand the rest to another parser)."""
+    kept, skip = [], False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg == IMPORT_FLAG:
+            skip = True
+        elif not arg.startswith(IMPORT_FLAG + "="):
+            kept.append(arg)
+    return kept
+
+
 def _config_imports(path: Path) -> list[str]:
     import yaml
 

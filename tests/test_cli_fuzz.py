@@ -248,6 +248,7 @@ def evaluate_strategies() -> dict[str, st.SearchStrategy[str]]:
         "--checkpoint": st.sampled_from([str(MISSING), str(FOREIGN), str(GARBAGE_CHECKPOINT), str(A_FILE)]),
         "--output-dir": st.just(str(A_FILE)),
         "--task-option": bad_task_options(),
+        "--import": bad_plugins(),
     }
     return option_strategies(hf_icl.evaluate.build_parser(), special, hf_icl.evaluate.EVALUATE_LIMITS)
 

@@ -132,10 +132,22 @@ def test_every_command_accepts_import_and_names_a_broken_plugin(plugin, tmp_path
     assert sweep.returncode == 0, sweep.stdout[-2000:] + sweep.stderr[-2000:]
     assert yaml_of(tmp_path / "sweep" / "architecture=toy_ema.yaml")["imports"] == [str(folder)]  # passed on
     assert json.loads((tmp_path / "sweep" / "architecture=toy_ema" / "metrics.json").read_text())["train"]["steps"] == 2
+    root = plugin[0]
+    evaluate = run([sys.executable, "-m", "hf_icl.evaluate", "--import", str(folder), "--checkpoint",
+                    str(root / "run" / "model"), "--task", "toy_lagged_sum", "--output-dir", str(tmp_path / "eval")],
+                   tmp_path)  # fmt: skip
+    assert evaluate.returncode == 0, evaluate.stderr[-2000:]
+    trained = json.loads((root / "run" / "metrics.json").read_text())["test"]["model"]["mse"]
+    evaluated = json.loads((tmp_path / "eval" / "metrics.json").read_text())["test"]["model"]["mse"]
+    assert evaluated == pytest.approx(trained)
+    export = run([sys.executable, "-m", "hf_icl.export", "--import", str(folder), "--help"], tmp_path)
+    assert export.returncode == 0, export.stderr[-2000:]
     analysis = run([sys.executable, "-m", "hf_icl.analysis", "--import", str(folder), "--help"], tmp_path)
     assert analysis.returncode == 0, analysis.stderr[-2000:]
     (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('this plug-in is broken')\n")
-    for command in ([str(ROOT / "train.py")], ["-m", "hf_icl.sweep", str(spec)], ["-m", "hf_icl.analysis", "lnw"]):
+    commands = ([str(ROOT / "train.py")], ["-m", "hf_icl.sweep", str(spec)], ["-m", "hf_icl.analysis", "lnw"],
+                ["-m", "hf_icl.evaluate"], ["-m", "hf_icl.export", "regbench"])  # fmt: skip
+    for command in commands:
         broken = run([sys.executable, *command, "--import", "broken_plugin"], tmp_path)
         assert broken.returncode == 2, (command, broken.stderr[-2000:])
         last = broken.stderr.strip().splitlines()[-1]

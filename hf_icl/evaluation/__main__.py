@@ -17,6 +17,7 @@ from transformers import AutoConfig, AutoTokenizer
 
 from ..architectures.heads import load_model
 from ..atomic_files import atomic_path, write_json_atomic
+from ..plugins import add_import_argument, preload
 from ..tasks import EvalRequest, TaskRequest, check_task_request, family_of, list_tasks, task_option_fields
 from ..validation import (
     OPTIONAL_POSITIVE_INT,
@@ -42,6 +43,7 @@ _REQUEST_FLAGS = {"n_train": "--n-train", "seed": "--task-seed"}
 def build_parser() -> CommandLineParser:
     parser = CommandLineParser(prog="python -m hf_icl.evaluate", description=__doc__)
     parser.add_argument("--checkpoint", required=True, help="folder written by save_pretrained (with tokenizer)")
+    add_import_argument(parser)
     parser.add_argument("--task", required=True, choices=list_tasks())
     parser.add_argument("--split", default="test", choices=["test", "validation", "train"])
     parser.add_argument(
@@ -122,6 +124,10 @@ def check_arguments(args) -> tuple[Path, Path, TaskRequest]:
 def main(argv=None) -> dict:
     """Entry point of `python -m hf_icl.evaluation` (and `python -m hf_icl.evaluate`): check every argument, then
     score and write `metrics.json`."""
+    try:
+        preload(argv)  # a plug-in's tasks and architectures
+    except ValueError as err:
+        CommandLineParser(prog="python -m hf_icl.evaluate").fail(err)
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
