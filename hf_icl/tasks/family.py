@@ -173,6 +173,8 @@ class EvalRequest:
         data: the :class:`TaskData` the model was trained on (or rebuilt from the checkpoint's run record).
         split: the split to score.
         batch_size: sequences per forward pass.
+        with_baselines: also score the family's baselines; `False` for the periodic validation of `--eval-every`,
+            which needs the model's numbers only (an evaluator without baselines ignores it).
     """
 
     task: str
@@ -180,6 +182,7 @@ class EvalRequest:
     data: TaskData
     split: str = "test"
     batch_size: int = 64
+    with_baselines: bool = True
 
 
 @dataclasses.dataclass(frozen=True)

@@ -86,6 +86,7 @@ class RunArguments:
     keep_checkpoints: int = 2
     log_every: int = 10
     eval_batch_size: int = 64
+    eval_every: int | None = None
     resume: bool = False
     overwrite: bool = False
     report_to: str = "tensorboard"
@@ -132,6 +133,7 @@ RUN_LIMITS: dict[str, Limit] = {
     "keep_checkpoints": POSITIVE_INT,
     "log_every": POSITIVE_INT,
     "eval_batch_size": POSITIVE_INT,
+    "eval_every": OPTIONAL_POSITIVE_INT,
 }
 """The allowed range of every numeric run argument, whatever its source (command line, `--config`, family defaults
 and presets). A new numeric field needs an entry here (`tests/test_cli_fuzz.py` checks)."""
@@ -277,6 +279,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output-dir", help="run folder (default outputs/<task>-n<N>-<arch>-<preset>-s<seed>)")
     parser.add_argument("--checkpoint-every", type=int, help="optimiser steps between checkpoints")
     parser.add_argument("--log-every", type=int, help="optimiser steps between logged losses")
+    parser.add_argument(
+        "--eval-every",
+        type=int,
+        help="score the model on the validation split every this many steps (its numbers only, no baselines); "
+        "recorded in metrics.json's train.history with the training wall and CPU seconds so far (evaluation time "
+        "excluded) and logged to the tracker as validation/*",
+    )
     parser.add_argument("--resume", action="store_true", default=None, help="continue from the last checkpoint")
     parser.add_argument("--overwrite", action="store_true", default=None, help="replace an existing run folder")
     parser.add_argument("--report-to", choices=REPORT_TO, help="tracker for training curves")

@@ -255,6 +255,11 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
             f"warning: the warm-up ({warmup} steps) takes at least half of the run ({total_steps} steps), so the "
             f"learning rate stays below --lr={args.lr} for most of it; lower --warmup-steps for short runs"
         )
+    if args.eval_every and accelerator.distributed_type == DistributedType.FSDP:
+        raise RunSetupError(
+            "argument --eval-every: the periodic validation scores a whole model on the main process, which FSDP "
+            "shards; drop --eval-every under FSDP (the final evaluation still runs)"
+        )
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
 
     state = {"global_step": 0, "history": [], "wall_time_s": 0.0, "cpu_time_s": 0.0, "curriculum": {}}
@@ -346,6 +351,15 @@ def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_
             accelerator.log({f"train/{key}": value for key, value in record.items() if key != "step"}, step=step)
             progress.set_postfix(loss=f"{values['loss']:.4f}")
         progress.update(1)
+        if args.eval_every and step % args.eval_every == 0:
+            eval_wall, eval_cpu = time.time(), time.process_time()
+            scores = validation_scores(run, model)
+            started += time.time() - eval_wall  # the training clocks leave the evaluation out
+            cpu_started += time.process_time() - eval_cpu
+            if scores is not None:
+                train_time = {"train_wall_s": time.time() - started, "train_cpu_s": time.process_time() - cpu_started}
+                state.setdefault("validation_history", []).append({"step": step, **train_time, **scores})
+                accelerator.log({f"validation/{key}": value for key, value in scores.items()}, step=step)
         if step % args.checkpoint_every == 0 or step == total_steps:
             state["wall_time_s"], state["cpu_time_s"] = time.time() - started, time.process_time() - cpu_started
             save_checkpoint(accelerator, run.output_dir, step, state, args.keep_checkpoints)
@@ -353,6 +367,24 @@ def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_
             os._exit(137)
     progress.close()
     state["wall_time_s"], state["cpu_time_s"] = time.time() - started, time.process_time() - cpu_started
+
+
+def validation_scores(run: Run, model) -> dict | None:
+    """The model's numbers on the validation split (no baselines), scored by the main process; `None` elsewhere or
+    when the task has no validation split."""
+    accelerator, data = run.accelerator, run.data
+    scores = None
+    if accelerator.is_main_process and data.splits is not None and "validation" in data.splits:
+        unwrapped = accelerator.unwrap_model(model)
+        unwrapped.eval()
+        with torch.no_grad():
+            request = EvalRequest(run.args.task, unwrapped, data, "validation", run.args.eval_batch_size, False)
+            result = run.family.evaluate(request)
+        unwrapped.train()
+        model_scores = result.get("model", result)
+        scores = {key: value for key, value in model_scores.items() if isinstance(value, (int, float))}
+    accelerator.wait_for_everyone()
+    return scores
 
 
 def finished_metrics(run: Run, total_steps: int, checksums: list[float]) -> dict | None:
@@ -413,6 +445,7 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
             "cpu_time_s": state["cpu_time_s"],
             "threads": torch.get_num_threads(),
             "history": history,
+            "validation_history": state.get("validation_history", []),
         },
         "task_facts": data.description,
         "weights_checksum_per_process": checksums,

@@ -88,7 +88,8 @@ def relabel_and_reorder(ids: list[int], letters: list[int], delimiter: int, gene
 
 def evaluate(request: EvalRequest) -> dict:
     rows = request.data.splits[request.split]
-    return evaluate_regbench(request.model, request.data.tokenizer, rows, batch_size=request.batch_size)
+    orders = {} if request.with_baselines else {"baseline_orders": (), "normalized_orders": ()}
+    return evaluate_regbench(request.model, request.data.tokenizer, rows, batch_size=request.batch_size, **orders)
 
 
 FAMILY = TaskFamily(
