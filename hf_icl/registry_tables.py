@@ -1,0 +1,127 @@
+"""Tables of what is registered (mixers, architectures, task families), written into the docs from the registries.
+
+    python -m hf_icl.registry_tables [--write docs/architecture.md] [--check docs/architecture.md]
+
+Each table sits in the page between `<!-- registry: NAME start -->` and `<!-- registry: NAME end -->`; `--write`
+replaces those blocks with the tables of the registries as they are (plug-ins included with `--import`), `--check`
+exits 1 when the page differs (the test suite does this, so nobody keeps a copy by hand).
+"""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+import re
+import sys
+from pathlib import Path
+
+from .architectures import ARCHITECTURES
+from .atomic_files import write_text_atomic
+from .mixers import list_mixers, mixer_spec
+from .plugins import add_import_argument, preload
+from .tasks import FAMILIES
+
+PACKAGE = Path(__file__).parent
+
+
+def _where(obj) -> str:
+    """The file or folder of `obj` relative to the package (`mixers/gla.py`), or its module outside it."""
+    path = Path(inspect.getfile(obj))
+    try:
+        return str(path.relative_to(PACKAGE))
+    except ValueError:
+        return obj.__module__
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "—"
+
+
+def mixers_table() -> str:
+    rows = []
+    for name in list_mixers():
+        spec = mixer_spec(name)
+        fields = ", ".join(f"`{field}`" for field in spec.config_fields) or "—"
+        rows.append([f"`{name}`", f"`{_where(spec.mixer_class)}`", _yes(spec.recurrent), _yes(spec.attention_maps),
+                     _yes(spec.mixing_maps), _yes(spec.continuous_inputs), fields])  # fmt: skip
+    header = ["mixer", "file", "recurrent decode", "softmax maps", "exact linear maps", "continuous inputs",
+              "config fields"]  # fmt: skip
+    return _table(header, rows)
+
+
+def architectures_table() -> str:
+    rows = []
+    for name in sorted(ARCHITECTURES):
+        entry = ARCHITECTURES[name]
+        mixers = ", ".join(f"`{m}`" for m in dict.fromkeys(entry.config_class().mixer_types))
+        capabilities = [cap for cap in ("recurrent_decode", "attention_maps", "ngram_heads", "continuous_inputs")
+                        if getattr(entry, cap)]  # fmt: skip
+        rows.append([f"`{name}`", f"`{Path(_where(entry.config_class)).parent}/`", mixers,
+                     ", ".join(f"`{p}`" for p in entry.presets), ", ".join(capabilities) or "—"])  # fmt: skip
+    return _table(["architecture", "folder", "mixers (default)", "presets", "capabilities"], rows)
+
+
+def families_table() -> str:
+    rows = []
+    for name in sorted(FAMILIES):
+        family = FAMILIES[name]
+        folder = Path(_where(family.prepare_data)).parent
+        rows.append([f"`{name}`", f"`{folder}/`", family.head, ", ".join(f"`{t}`" for t in sorted(family.tasks))])
+    return _table(["task family", "folder", "head", "tasks"], rows)
+
+
+TABLES = {"mixers": mixers_table, "architectures": architectures_table, "task-families": families_table}
+
+
+def render(page: str) -> str:
+    """`page` with every registry block replaced by its current table.
+
+    Raises:
+        ValueError: a block's end marker is missing.
+    """
+    for name, table in TABLES.items():
+        start, end = f"<!-- registry: {name} start -->", f"<!-- registry: {name} end -->"
+        if start not in page:
+            continue
+        if end not in page:
+            raise ValueError(f"the page has {start!r} without {end!r}")
+        block = f"{start}\n{table()}\n{end}"
+        page = re.sub(re.escape(start) + r".*?" + re.escape(end), lambda _, block=block: block, page, flags=re.S)
+    return page
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        preload(argv)
+    except ValueError as err:
+        print(f"python -m hf_icl.registry_tables: error: {err}", file=sys.stderr)
+        return 2
+    parser = argparse.ArgumentParser(prog="python -m hf_icl.registry_tables", description=__doc__.splitlines()[0])
+    parser.add_argument("--write", type=Path, help="replace the registry blocks of this page")
+    parser.add_argument("--check", type=Path, help="exit 1 if this page's registry blocks are out of date")
+    add_import_argument(parser)
+    args = parser.parse_args(argv)
+    for flag, page in (("--write", args.write), ("--check", args.check)):
+        if page is not None and not page.is_file():
+            parser.error(f"argument {flag}: {str(page)!r} is not a file")
+    if args.write:
+        write_text_atomic(args.write, render(args.write.read_text(encoding="utf-8")))
+    if args.check:
+        text = args.check.read_text(encoding="utf-8")
+        if render(text) != text:
+            print(f"{args.check}: the registry tables are out of date; run python -m hf_icl.registry_tables --write "
+                  f"{args.check}", file=sys.stderr)  # fmt: skip
+            return 1
+    if not (args.write or args.check):
+        print("\n\n".join(f"## {name}\n\n{table()}" for name, table in TABLES.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

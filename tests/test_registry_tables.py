@@ -1,0 +1,38 @@
+"""The registry tables of `docs/architecture.md` are what the registries hold (nobody keeps a copy by hand)."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import hf_icl
+from hf_icl.registry_tables import TABLES, main, render
+
+PAGE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+
+
+def test_the_committed_page_equals_its_regeneration():
+    text = PAGE.read_text(encoding="utf-8")
+    for name in TABLES:
+        assert f"<!-- registry: {name} start -->" in text, name
+    assert render(text) == text, "run: python -m hf_icl.registry_tables --write docs/architecture.md"
+
+
+def test_every_registered_unit_is_in_the_tables():
+    text = PAGE.read_text(encoding="utf-8")
+    for name in [*hf_icl.list_architectures(), *hf_icl.mixers.list_mixers(), *hf_icl.tasks.FAMILIES]:
+        assert f"| `{name}` |" in text, name
+
+
+def test_a_stale_block_is_rewritten_and_check_fails_on_it(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("intro\n<!-- registry: mixers start -->\n| old | table |\n<!-- registry: mixers end -->\nend\n")
+    assert main(["--check", str(page)]) == 1
+    assert main(["--write", str(page)]) == 0 and main(["--check", str(page)]) == 0
+    text = page.read_text()
+    assert text.startswith("intro\n") and text.endswith("end\n") and "| old |" not in text and "| `gla` |" in text
+
+
+def test_bad_page_is_one_line(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "hf_icl.registry_tables", "--check", str(tmp_path / "missing.md")],
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert result.returncode == 2 and "--check" in result.stderr.strip().splitlines()[-1]
