@@ -24,6 +24,9 @@ import typing
 from collections.abc import Mapping
 from contextlib import contextmanager
 
+_PROGRAM_NAMES: dict[str, str] = {}
+"""Program-name prefixes :class:`CommandLineParser` rewrites while :func:`renamed_programs` is active."""
+
 SEED_MAX = 2**32 - 1  # numpy's legacy seeding (accelerate's `set_seed`) takes seeds in [0, 2**32)
 
 
@@ -217,6 +220,9 @@ class CommandLineParser(argparse.ArgumentParser):
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(*args, **kwargs)
+        for old, new in _PROGRAM_NAMES.items():
+            if self.prog == old or self.prog.startswith(old + " "):
+                self.prog = new + self.prog[len(old) :]
 
     def error(self, message: str):
         self.exit(2, f"{self.prog}: error: {one_line(message)}\n")
@@ -224,6 +230,20 @@ class CommandLineParser(argparse.ArgumentParser):
     def fail(self, error: BaseException | str):
         """Exit with status 2 and the one line of `error` (a `ValueError` from validation, or a message)."""
         self.error(str(error))
+
+
+@contextmanager
+def renamed_programs(names: Mapping[str, str]):
+    """Within the block, parsers created with a program name that starts with a key of `names` use its value
+    instead (`hf-icl export regbench` for `python -m hf_icl.export regbench`), so messages name the command typed.
+    """
+    saved = dict(_PROGRAM_NAMES)
+    _PROGRAM_NAMES.update(names)
+    try:
+        yield
+    finally:
+        _PROGRAM_NAMES.clear()
+        _PROGRAM_NAMES.update(saved)
 
 
 def key_value(flag: str, example: str):
