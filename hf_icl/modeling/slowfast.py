@@ -91,7 +91,9 @@ class SlowFastBlock(DecoderBlock):
     """Block ν of the slow/fast Transformer: the fast block on x plus the slow stream (ν < ℓ) or T(·; y^ℓ) (ν ≥ ℓ).
 
     `forward(x, ..., slow_features=y^ℓ)` is the fast path (x alone; modulated when ν ≥ ℓ), which is all a block
-    ν < ℓ needs when y is not wanted; `forward_streams(x, y, ...)` runs both streams of a block ν < ℓ.
+    ν < ℓ needs when y is not wanted; `forward(x, ..., slow_stream=y)` runs both streams of a block ν < ℓ and
+    returns `(x, y)` (`forward_streams`). Both go through the module call, so forward hooks (and nnsight) see every
+    block application.
 
     Args:
         config: an `ICLSlowFastTransformerConfig` (its `hidden_size` is d_x).
@@ -123,9 +125,14 @@ class SlowFastBlock(DecoderBlock):
         input_ids=None,
         position_ids=None,
         slow_features=None,
+        slow_stream=None,
         **context,
     ):
-        """x^{ν+1} from x^ν (B, T, d_x); `slow_features` is y^ℓ, (B, T|1, d_y), used by blocks ν ≥ ℓ."""
+        """x^{ν+1} from x^ν (B, T, d_x); `slow_features` is y^ℓ, (B, T|1, d_y), used by blocks ν ≥ ℓ. With
+        `slow_stream` = y^ν (B, T, d_y), a block ν < ℓ returns (x^{ν+1}, y^{ν+1}) (see `forward_streams`)."""
+        if slow_stream is not None:
+            positions = (attention_mask, cache, input_ids, position_ids)
+            return self.forward_streams(hidden_states, slow_stream, *positions, **context)
         inputs = self._fast_input(self.mixer_norm, "mixer_modulation", hidden_states, slow_features)
         mixed = self.mixer(
             inputs,

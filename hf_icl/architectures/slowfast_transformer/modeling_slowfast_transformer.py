@@ -69,7 +69,7 @@ class ICLSlowFastTransformerModel(ICLModel):
         """Run blocks 0 … ℓ − 1 on both streams; returns (x^ℓ, y^ℓ before sampling and augmentation)."""
         for layer in self.layers[: self.config.slow_layer]:
             context["recorder"].next_layer()
-            x, y = layer.forward_streams(x, y, attention_mask, cache, input_ids, position_ids, **context)
+            x, y = layer(x, attention_mask, cache, input_ids, position_ids, slow_stream=y, **context)
             if all_hidden_states is not None:
                 all_hidden_states.append(x)
         return x, y
