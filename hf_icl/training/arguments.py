@@ -31,7 +31,7 @@ from ..validation import (
     naming,
 )
 
-REPORT_TO = ("tensorboard", "trackio", "none")
+REPORT_TO = ("tensorboard", "trackio", "wandb", "none")
 LR_SCHEDULES = ("cosine", "constant", "wsd")
 DECAY_GROUPS = ("matrices", "all")
 MIXED_PRECISION = ("no", "bf16")

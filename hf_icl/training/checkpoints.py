@@ -22,10 +22,10 @@ CHECKPOINT_PREFIX = "step_"
 STATE_FILE = "trainer_state.json"
 RUN_MARKER = "hf_icl_run.json"
 RUN_OUTPUTS: tuple[str, ...] = (
-    RUN_MARKER, "checkpoints", "model", "metrics.json", "summary.md", "training_curves.png", "hf_icl",
+    RUN_MARKER, "checkpoints", "model", "metrics.json", "summary.md", "training_curves.png", "hf_icl", "wandb",
 )
-"""Top-level entries a run writes (`hf_icl` holds TensorBoard logs), besides its task family's plot; a new report file
-must be added here, or `--overwrite` will leave it behind."""
+"""Top-level entries a run writes (`hf_icl` holds TensorBoard logs, `wandb` the wandb run files), besides its task
+family's plot; a new report file must be added here, or `--overwrite` will leave it behind."""
 RESUME_FIELDS: tuple[str, ...] = (
     "architecture", "preset", "overrides", "task", "n_train", "task_seed", "task_options", "augment",
 )

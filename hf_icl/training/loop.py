@@ -39,6 +39,8 @@ from .data import batch_stream
 from .launch import single_process_launch_warning
 from .run_files import write_reports
 
+TRACKER_PACKAGES = {"trackio": ("trackio", "trackio"), "wandb": ("wandb", '"hf-icl[tracking]"')}
+"""`--report-to` values whose package is optional: tracker -> (module, what to pip install)."""
 KILL_AT_STEP_ENV = "HF_ICL_TEST_KILL_AT_STEP"  # test hook: hard-exit after this step, as a SIGKILL would
 
 
@@ -106,11 +108,12 @@ def preflight(args: RunArguments) -> list[Path]:
         from ..hub import check_hub_reachable
 
         check_hub_reachable()
-    if args.report_to == "trackio":
+    if args.report_to in TRACKER_PACKAGES:
         import importlib.util
 
-        if importlib.util.find_spec("trackio") is None:
-            raise ValueError("report_to='trackio' needs the trackio package (pip install trackio)")
+        package, install = TRACKER_PACKAGES[args.report_to]
+        if importlib.util.find_spec(package) is None:
+            raise ValueError(f"report_to={args.report_to!r} needs the {package} package (pip install {install})")
     return resume_from
 
 
@@ -277,7 +280,9 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
         run.output_dir.mkdir(parents=True, exist_ok=True)
     if args.report_to != "none":
         flat = {k: v if isinstance(v, (int, float, str, bool)) else str(v) for k, v in args.to_dict().items()}
-        accelerator.init_trackers("hf_icl", config=flat)
+        # wandb writes its run folder (online or WANDB_MODE=offline) inside the run folder, named after it.
+        init_kwargs = {"wandb": {"dir": str(run.output_dir), "name": run.output_dir.name}}
+        accelerator.init_trackers("hf_icl", config=flat, init_kwargs=init_kwargs)
 
     run_steps(run, model, optimizer, scheduler, stream, state, total_steps, curricula)
 
