@@ -75,16 +75,23 @@ def front_matter(configs: Iterable[str], default: str | None = None, splits=SPLI
 
 
 def render_readme(front: dict, body: str) -> str:
-    """Joins the YAML front matter and the card's Markdown body.
+    """The dataset card: :class:`~huggingface_hub.DatasetCardData` built from the front matter (``configs:``
+    included, which ``datasets`` and the Hub read), above the card's Markdown body and a line linking hf_icl.
 
     Args:
         front: output of :func:`front_matter`.
         body: the card's prose.
 
     Returns:
-        The README text.
+        The README text (``str(DatasetCard)``; ``DatasetCard.load`` parses it back to the same metadata).
     """
-    return "---\n" + yaml.safe_dump(front, sort_keys=False, allow_unicode=True) + "---\n\n" + body
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    from .project import project_url
+
+    data = DatasetCardData(**front)
+    footer = f"\n\nWritten by [hf_icl]({project_url()}) (`python -m hf_icl.export`).\n"
+    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body.rstrip()}{footer}"))
 
 
 def build_configs(builders: Mapping[str, Any], statistics: Callable) -> tuple[dict, dict, dict]:

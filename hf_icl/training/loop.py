@@ -480,7 +480,15 @@ def finish_export(run: Run, model, metrics: dict) -> None:
         model.save_pretrained(folder)
         if data.tokenizer is not None:
             data.tokenizer.save_pretrained(folder)
-        card = render_model_card(model, metrics["test"], metrics["run_config"], family, repo_id=args.push_to_hub)
+        config_name = getattr(data.config, "name", None)
+        card = render_model_card(
+            model,
+            metrics["test"],
+            metrics["run_config"],
+            family,
+            repo_id=args.push_to_hub,
+            dataset_config=config_name if isinstance(config_name, str) else None,
+        )
         (folder / "README.md").write_text(card)
 
     write_folder_atomic(run.output_dir / "model", write_checkpoint)
