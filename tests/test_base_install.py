@@ -22,9 +22,11 @@ from hf_icl.modeling.decoder import ICLPreTrainedModel
 from hf_icl.training import main
 
 ROOT = Path(__file__).resolve().parents[1]
-OPTIONAL_PACKAGES = ("numba", "triton", "mamba_ssm", "fla", "causal_conv1d", "sklearn", "xgboost", "scipy")
+OPTIONAL_PACKAGES = ("numba", "triton", "mamba_ssm", "fla", "causal_conv1d", "sklearn", "xgboost", "scipy", "lm_eval",
+                     "nnsight", "transformer_lens", "wandb", "nbclient")  # fmt: skip
 OPTIONAL_DISTRIBUTIONS = ("numba", "triton", "mamba-ssm", "flash-linear-attention", "causal-conv1d", "scikit-learn",
-                          "xgboost", "xgboost-cpu", "scipy")  # fmt: skip
+                          "xgboost", "xgboost-cpu", "scipy", "lm-eval", "nnsight", "transformer-lens", "wandb",
+                          "nbclient")  # fmt: skip
 
 HIDE_OPTIONAL = textwrap.dedent(
     f"""

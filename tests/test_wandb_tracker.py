@@ -12,6 +12,7 @@ import sys
 import zlib
 from pathlib import Path
 
+import pytest
 from wandb.proto import wandb_internal_pb2  # in the dev extra: a missing package fails here, it does not skip
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -86,3 +87,16 @@ def test_report_to_wandb_writes_the_metrics_to_the_offline_run(tmp_path):
         if record.WhichOneof("record_type") == "config":
             config.update({item.key: json.loads(item.value_json) for item in record.config.update})
     assert config["task"] == "regbench" and config["max_steps"] == STEPS and config["report_to"] == "wandb"
+
+
+def test_report_to_wandb_without_wandb_fails_before_any_work(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    from hf_icl.training import main
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "wandb" else find_spec(name, *a))
+    with pytest.raises(SystemExit) as exit_:
+        main([*RUN, "--report-to", "wandb", "--output-dir", str(tmp_path / "run")])
+    assert exit_.value.code == 2 and not (tmp_path / "run").exists()
+    assert "report_to='wandb' needs the wandb package (pip install \"hf-icl[tracking]\")" in capsys.readouterr().err
