@@ -1,7 +1,9 @@
 """Write-then-rename for every file and folder hf_icl writes, so a crash never leaves a half-written one in place.
 
 A reader (or a resumed run) sees either the old file or the new one. The temporary sits beside its target as
-`.tmp-<name>` (same file system, so `os.replace` is atomic; same suffix, so `savefig` picks the same format).
+`.tmp-<name>` (same file system, so `os.replace` is atomic; same suffix, so `savefig` picks the same format). A failed
+write removes its temporary; what a killed process leaves (`.tmp-*`, and `.old-*` from the middle of a folder swap) is
+cleaned by :func:`clean_leftovers` when the next command starts writing there.
 """
 
 from __future__ import annotations
@@ -63,3 +65,34 @@ def write_folder_atomic(final: str | Path, write: Callable[[Path], None]) -> Non
         os.replace(final, old)
     os.replace(tmp, final)
     shutil.rmtree(old, ignore_errors=True)
+
+
+TEMPORARY_PREFIXES = (".tmp-", ".old-")
+
+
+def clean_leftovers(folder: str | Path) -> list[str]:
+    """Finish what killed writes left in `folder`: an `.old-X` beside no `X` (a folder swap cut between its two
+    renames) is moved back to `X`; every other `.old-*` and every `.tmp-*` is removed.
+
+    Args:
+        folder: a folder hf_icl writes into (nothing happens if it does not exist).
+
+    Returns:
+        The names removed or restored.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    cleaned = []
+    for entry in sorted(folder.iterdir()):
+        if not entry.name.startswith(TEMPORARY_PREFIXES):
+            continue
+        target = folder / entry.name[len(".tmp-") :]
+        if entry.name.startswith(".old-") and not target.exists():
+            os.replace(entry, target)
+        elif entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+        cleaned.append(entry.name)
+    return cleaned

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import math
 import numbers
@@ -152,6 +153,7 @@ def describe_type(annotation) -> str:
     return str(annotation)
 
 
+@functools.cache
 def field_types(cls) -> dict[str, object]:
     """Field name -> resolved annotation of a dataclass (its own and its bases'); unresolvable ones are left out."""
     found: dict[str, object] = {}
@@ -183,6 +185,29 @@ def check_field_values(cls, values: Mapping, what: str | None = None) -> None:
         if name in declared and not is_of_type(value, declared[name]):
             prefix = f"{what} " if what else ""
             raise ValueError(f"{prefix}{name}={value!r} is not allowed: expected {describe_type(declared[name])}")
+
+
+def check_output_folder(path, flag: str) -> None:
+    """Raises `ValueError` naming `flag` when `path` is a file or cannot be created: an enclosing path is a file, or
+    the nearest existing folder is not writable. Nothing is created.
+
+    Args:
+        path: the folder a command will write into (it may not exist yet).
+        flag: the option that names it.
+    """
+    import os
+    from pathlib import Path
+
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"argument {flag}: {str(path)!r} is a file, not a folder")
+    existing = next(p for p in (path, *path.absolute().parents) if p.exists() or p == Path(p.anchor))
+    if not existing.is_dir():
+        raise ValueError(f"argument {flag}: {str(path)!r} cannot be created: {str(existing)!r} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(
+            f"argument {flag}: {str(path)!r} cannot be created: no permission to write in {str(existing)!r}"
+        )
 
 
 @contextmanager
