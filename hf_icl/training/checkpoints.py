@@ -15,8 +15,9 @@ import os
 import shutil
 from pathlib import Path
 
-from ..atomic_files import write_folder_atomic, write_json_atomic  # noqa: F401 (re-exported)
+from ..atomic_files import clean_leftovers, write_folder_atomic, write_json_atomic  # noqa: F401 (re-exported)
 from ..validation import one_line
+from .run_lock import LOCK_FILE
 
 CHECKPOINT_PREFIX = "step_"
 STATE_FILE = "trainer_state.json"
@@ -76,10 +77,16 @@ def save_checkpoint(accelerator, output_dir: Path, step: int, trainer_state: dic
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
     accelerator.wait_for_everyone()
-    accelerator.save_state(str(tmp))
-    accelerator.wait_for_everyone()
+    try:
+        accelerator.save_state(str(tmp))
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            write_json_atomic(tmp / STATE_FILE, trainer_state)
+    except BaseException:  # a full disk: the completed checkpoints stay, the half-written one goes
+        if accelerator.is_main_process:
+            shutil.rmtree(tmp, ignore_errors=True)
+        raise
     if accelerator.is_main_process:
-        write_json_atomic(tmp / STATE_FILE, trainer_state)
         shutil.rmtree(final, ignore_errors=True)
         os.replace(tmp, final)
         completed = sorted(
@@ -158,7 +165,14 @@ def run_outputs() -> set[str]:
     from ..tasks import FAMILIES
 
     names = set(RUN_OUTPUTS) | {family.plot_name for family in FAMILIES.values()}
-    return names | {f"{prefix}{name}" for name in names for prefix in (".tmp-", ".old-")}
+    return names | {f"{prefix}{name}" for name in names for prefix in (".tmp-", ".old-")} | {LOCK_FILE}
+
+
+def folder_entries(output_dir: Path) -> list[Path]:
+    """The entries of a run folder, apart from the lock file of the run that holds it."""
+    if not output_dir.is_dir():
+        return []
+    return sorted(entry for entry in output_dir.iterdir() if entry.name != LOCK_FILE)
 
 
 def saved_run_config(output_dir: Path, file: str = RUN_MARKER) -> dict | None:
@@ -168,6 +182,30 @@ def saved_run_config(output_dir: Path, file: str = RUN_MARKER) -> dict | None:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError, AttributeError):
         return None
     return config if isinstance(config, dict) else None
+
+
+def read_run_marker(output_dir: Path) -> dict | None:
+    """The marker of a run folder (`{"format": ..., "run_config": {...}, ...}`), or `None` where there is none.
+
+    Raises:
+        ValueError: the marker exists but is damaged (not JSON, or without a `run_config` mapping).
+    """
+    path = output_dir / RUN_MARKER
+    if not path.exists():
+        return None
+    try:
+        marker = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(
+            f"argument --resume: {path} is damaged ({type(err).__name__}: {one_line(err)[:120]}), so the saved "
+            "settings cannot be checked: restore it, or pass --overwrite to start the run again"
+        ) from None
+    if not isinstance(marker, dict) or not isinstance(marker.get("run_config"), dict):
+        raise ValueError(
+            f"argument --resume: {path} holds no run_config mapping, so the saved settings cannot be checked: "
+            "restore it, or pass --overwrite to start the run again"
+        )
+    return marker
 
 
 def is_run_folder(output_dir: Path) -> bool:
@@ -180,10 +218,15 @@ def is_run_folder(output_dir: Path) -> bool:
     )
 
 
-def write_run_marker(output_dir: Path, run_config: dict) -> None:
-    """Mark `output_dir` as a run of ours (first thing a run writes), recording its arguments."""
+def write_run_marker(output_dir: Path, run_config: dict, setting_changes: list | None = None) -> None:
+    """Mark `output_dir` as a run of ours (first thing a run writes), recording its arguments and, after a resume
+    with `--allow-changed-settings`, every change of settings (`[{"step": ..., "changes": {field: {"saved": ...,
+    "now": ...}}}]`)."""
     output_dir.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(output_dir / RUN_MARKER, {"format": "hf_icl run", "run_config": run_config})
+    marker = {"format": "hf_icl run", "run_config": run_config}
+    if setting_changes:
+        marker["setting_changes"] = setting_changes
+    write_json_atomic(output_dir / RUN_MARKER, marker)
 
 
 def clear_run_folder(output_dir: Path) -> list[str]:
@@ -192,9 +235,7 @@ def clear_run_folder(output_dir: Path) -> list[str]:
     Raises:
         FileExistsError: `output_dir` is not empty and is not a run (nothing is deleted).
     """
-    if not output_dir.is_dir():
-        return []
-    entries = sorted(output_dir.iterdir())
+    entries = folder_entries(output_dir)
     if entries and not is_run_folder(output_dir):
         raise FileExistsError(not_a_run_message(output_dir))
     ours, kept = run_outputs(), []
@@ -223,7 +264,7 @@ def resume_differences(saved: dict | None, current: dict) -> list[str]:
     def normal(value):
         return json.loads(json.dumps(value, sort_keys=True, default=str))
 
-    saved, current = _resolved_task_options(saved), _resolved_task_options(current)
+    saved, current = resolved_task_options(saved), resolved_task_options(current)
     return [
         f"{field}: saved {saved.get(field)!r}, now {current.get(field)!r}"
         for field in RESUME_FIELDS
@@ -231,7 +272,7 @@ def resume_differences(saved: dict | None, current: dict) -> list[str]:
     ]
 
 
-def _resolved_task_options(config: dict) -> dict:
+def resolved_task_options(config: dict) -> dict:
     """`config` with its `task_options` holding every task option of its task's family, resolved."""
     from ..tasks import list_tasks, run_task_options
 
@@ -263,7 +304,7 @@ def prepare_output_dir(
     """
     if output_dir.exists() and not output_dir.is_dir():
         raise FileExistsError(f"argument --output-dir: {output_dir} is a file, not a folder")
-    has_entries = output_dir.is_dir() and any(output_dir.iterdir())
+    has_entries = bool(folder_entries(output_dir))
     if has_entries and not is_run_folder(output_dir):
         raise FileExistsError(not_a_run_message(output_dir))
     if resume:
@@ -281,7 +322,9 @@ def prepare_output_dir(
             else:
                 warnings.append(f"warning: skipping checkpoint {checkpoint}: {problem}")
         if not checkpoints:
-            found = f" ({'; '.join(w.split(': ', 1)[1] for w in warnings)})" if warnings else ""
+            found = f" ({'; '.join(w.split(': ', 1)[1] for w in warnings)})" if warnings else (
+                ": the run stopped before its first checkpoint; pass --overwrite instead to start it again"
+            )
             raise FileNotFoundError(
                 f"argument --resume: no loadable completed checkpoint under {checkpoint_dir(output_dir)}{found}"
             )
