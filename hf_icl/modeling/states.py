@@ -87,6 +87,8 @@ def state_size_report(model, length: int = STATE_SIZE_LENGTH) -> dict:
     """
     backbone = getattr(model, getattr(model, "base_model_prefix", ""), model)
     parameter = next(backbone.parameters())
+    if getattr(backbone, "embed_positions", None) is not None:  # learned positions end at max_position_embeddings
+        length = min(length, backbone.config.max_position_embeddings)
     if backbone.embed_tokens is None:
         inputs = {"inputs_embeds": parameter.new_zeros(1, length, backbone.config.hidden_size)}
     else:

@@ -1,30 +1,49 @@
 """Training: argument schema, the Accelerate loop, checkpoints and run reports."""
 
+import contextlib
 import os
 import sys
 
-from .arguments import RunArguments, build_parser, parse_args
+from .arguments import RunArguments, build_parser, parse_args, parse_run
 
 
 def main(argv=None):
     """Entry point of `train.py`: parse and check everything (failing fast on bad input), train, evaluate.
 
-    A bad value, a folder that must not be touched or a run that cannot be resumed exits with status 2 and one line
-    (printed by the first process only under `accelerate launch`), before anything is written.
+    A bad value, a folder that must not be touched, a folder another run holds or a run that cannot be resumed exits
+    with status 2 and one line (printed by the first process only under `accelerate launch`), before anything is
+    written. The first process holds the run folder's lock (`run_lock.RunFolderLock`) from its checks to the end.
     """
+    from ..validation import check_output_folder
     from .checkpoints import ResumeError
     from .loop import RunSetupError, preflight, train
 
     parser = build_parser()
+    held = contextlib.ExitStack()
     try:
-        args = parse_args(argv)
-        resume_from = preflight(args)
-    except (ValueError, OSError) as err:  # OSError: the run folder, or the Hub unreachable (ConnectionError)
+        parsed = parse_run(argv)
+        check_output_folder(parsed.args.resolved_output_dir(), "--output-dir")
+        held.enter_context(folder_lock(parsed.args))
+    except (ValueError, OSError) as err:  # OSError: the run folder
         usage_error(parser, err)
-    try:
-        return train(args, resume_from)
-    except (ResumeError, RunSetupError) as err:
-        usage_error(parser, err)
+    with held:
+        try:
+            resume_from = preflight(parsed.args)
+        except (ValueError, OSError) as err:  # OSError: the run folder, or the Hub unreachable (ConnectionError)
+            usage_error(parser, err)
+        try:
+            return train(parsed.args, resume_from, parsed.changes)
+        except (ResumeError, RunSetupError) as err:
+            usage_error(parser, err)
+
+
+def folder_lock(args):
+    """The run folder's lock on the first process, a no-op elsewhere (the first process holds it for all)."""
+    from .run_lock import RunFolderLock
+
+    if os.environ.get("RANK", "0") != "0":
+        return contextlib.nullcontext()
+    return RunFolderLock(args.resolved_output_dir())
 
 
 def usage_error(parser, error: BaseException):

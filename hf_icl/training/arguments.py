@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import copy
 import functools
 import json
 import warnings
@@ -14,7 +15,16 @@ import yaml
 from ..architectures import ARCHITECTURES, list_architectures
 from ..modeling.configuration import check_choice
 from ..plugins import add_import_argument, preload
-from ..tasks import FAMILIES, TaskRequest, check_task_request, family_of, list_tasks, task_entry, task_option_fields
+from ..tasks import (
+    FAMILIES,
+    TaskRequest,
+    check_task_request,
+    family_of,
+    list_tasks,
+    run_task_options,
+    task_entry,
+    task_option_fields,
+)
 from ..tasks.online import StepCurriculum
 from ..validation import (
     FRACTION,
@@ -89,6 +99,7 @@ class RunArguments:
     eval_every: int | None = None
     resume: bool = False
     overwrite: bool = False
+    allow_changed_settings: bool = False
     report_to: str = "tensorboard"
     push_to_hub: str | None = None
     imports: list = field(default_factory=list)
@@ -210,7 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--ngram-heads=1:1,2,3:replace;-2:1,2,3:replace (write '=' when LAYER is negative); sets config ngram_heads",
     )
     parser.add_argument("--lr", type=float, help="peak learning rate")
-    parser.add_argument("--min-lr", type=float, help="final learning rate of the cosine schedule")
+    parser.add_argument(
+        "--min-lr",
+        type=float,
+        help="final learning rate of the cosine and wsd schedules (default: the defaults' ratio to --lr, 1/40, or "
+        "RegBench's 1/120)",
+    )
     parser.add_argument("--warmup-ratio", type=float, help="share of steps spent warming up")
     parser.add_argument("--warmup-steps", type=int, help="warm-up length in optimiser steps (overrides the ratio)")
     parser.add_argument("--warmup-start-lr", type=float, help="learning rate at step 0 of the linear warm-up")
@@ -267,7 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--curriculum",
         action="append",
         metavar="FIELD=START:END:INCREMENT:EVERY",
-        help="online samplers: change a sampler parameter by step, repeatable (e.g. n_dims=5:20:1:2000)",
+        help="online samplers: change a sampler parameter by step, repeatable (e.g. n_dims=5:20:1:2000); 'none' "
+        "clears a curriculum the task family or a --config file sets",
     )
     parser.add_argument(
         "--aux-loss-weight",
@@ -286,7 +303,20 @@ def build_parser() -> argparse.ArgumentParser:
         "recorded in metrics.json's train.history with the training wall and CPU seconds so far (evaluation time "
         "excluded) and logged to the tracker as validation/*",
     )
-    parser.add_argument("--resume", action="store_true", default=None, help="continue from the last checkpoint")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        default=None,
+        help="continue from the last checkpoint, with the saved run's settings (a given setting that differs is "
+        "refused)",
+    )
+    parser.add_argument(
+        "--allow-changed-settings",
+        action="store_true",
+        default=None,
+        help="with --resume: continue with the training settings given (learning rate, steps, batch size, ...) where "
+        "they differ from the saved run's; metrics.json records both",
+    )
     parser.add_argument("--overwrite", action="store_true", default=None, help="replace an existing run folder")
     parser.add_argument("--report-to", choices=REPORT_TO, help="tracker for training curves")
     parser.add_argument("--push-to-hub", metavar="REPO_ID", help="upload the final checkpoint folder to this repo")
@@ -309,39 +339,221 @@ def parse_args(argv: list[str] | None = None) -> RunArguments:
     """Parse and validate; errors name the field, the value and the allowed values.
 
     Plug-ins named by `--import` (or a `--config` file's `imports:`) are imported first, so their architectures and
-    tasks are valid choices.
+    tasks are valid choices. With `--resume`, the saved run's settings are the base (see :func:`parse_run`).
+    """
+    return parse_run(argv).args
+
+
+@dataclass
+class ParsedRun:
+    """What `train.py`'s command line asks for.
+
+    Args:
+        args: the run's arguments, validated.
+        given: the values given explicitly (a `--config` file, then the command line, merged).
+        changes: with `--resume --allow-changed-settings`, field -> `(saved value, new value)` for every training
+            setting that differs from the saved run's.
+    """
+
+    args: RunArguments
+    given: dict
+    changes: dict = field(default_factory=dict)
+
+
+def parse_run(argv: list[str] | None = None) -> ParsedRun:
+    """Parse `train.py`'s arguments in the order of precedence, validate them, and resolve a resume.
+
+    The layers are: the dataclass defaults, the task family's `run_defaults`, the `--task-preset`, the `--config`
+    file, the command line (:func:`merge_layers`). A value given explicitly (config file or command line) is never
+    replaced by a default. With `--resume`, the saved run's settings replace the three layers of defaults
+    (:func:`resume_settings`).
     """
     preload(argv)
-    parser = build_parser()
-    namespace = vars(parser.parse_args(argv))
-    values: dict = {}
+    namespace = vars(build_parser().parse_args(argv))
     config_path = namespace.pop("config")
-    if config_path:
-        values.update(load_yaml_config(Path(config_path)))
-    overrides = dict(namespace.pop("override") or [])
-    task_options = dict(namespace.pop("task_option") or [])
-    aux_loss_weights = dict(namespace.pop("aux_loss_weight") or [])
-    ngram_heads = namespace.pop("ngram_heads")
-    if ngram_heads:
-        overrides["ngram_heads"] = [spec for specs in ngram_heads for spec in specs]
-    imports = namespace.pop("imports") or []
-    values.update({key: value for key, value in namespace.items() if value is not None})
-    if imports:
-        values["imports"] = list(dict.fromkeys([*values.get("imports", []), *imports]))
-    legacy = {name: values.pop(name) for name in LEGACY_TASK_OPTIONS if name in values}
-    explicit = set(values.get("task_options") or {}) | set(task_options)
-    if aux_loss_weights:
-        values["aux_loss_weights"] = {**values.get("aux_loss_weights", {}), **aux_loss_weights}
-    values = {**task_defaults(values.get("task", RunArguments.task), values.get("task_preset")), **values}
-    if overrides:
-        values["overrides"] = {**values.get("overrides", {}), **overrides}
-    if task_options:
-        values["task_options"] = {**values.get("task_options", {}), **task_options}
-    for name, value in legacy.items():
-        values["task_options"] = {**values.get("task_options", {}), **legacy_task_option(values, name, value, explicit)}
-    args = RunArguments(**values)
+    layers = [("--config", load_yaml_config(Path(config_path)))] if config_path else []
+    layers.append(("command line", command_line_values(namespace)))
+    given = merge_layers(layers)
+    move_legacy_task_options(given, layers)
+    defaults = merge_layers(task_layers(given.get("task", RunArguments.task), given.get("task_preset")),
+                            base=defaults_of())  # fmt: skip
+    args = RunArguments(**with_relative_min_lr(merge_layers([("given", given)], base=defaults), defaults, given))
+    changes: dict = {}
+    if args.resume:
+        args, changes = resume_settings(args, given)
+    check_given(args, given)
     validate(args)
-    return args
+    return ParsedRun(args, given, changes)
+
+
+def with_relative_min_lr(values: dict, base: dict, given: dict) -> dict:
+    """`values` with a `min_lr` that keeps `base`'s ratio to `lr` when `lr` is given and `min_lr` is not (a lower
+    `--lr` never falls below a default final rate)."""
+    if "lr" in given and "min_lr" not in given and base.get("lr"):
+        values = {**values, "min_lr": base["min_lr"] * given["lr"] / base["lr"]}
+    return values
+
+
+def command_line_values(namespace: dict) -> dict:
+    """The `RunArguments` fields a parsed command line gives (flags left out are absent, not `None`)."""
+    values = {key: value for key, value in namespace.items() if value is not None}
+    values.pop("override", None), values.pop("task_option", None), values.pop("aux_loss_weight", None)
+    values.pop("ngram_heads", None)
+    overrides = dict(namespace["override"] or [])
+    if namespace["ngram_heads"]:
+        overrides["ngram_heads"] = [spec for specs in namespace["ngram_heads"] for spec in specs]
+    for name, pairs in (("overrides", overrides), ("task_options", dict(namespace["task_option"] or [])),
+                        ("aux_loss_weights", dict(namespace["aux_loss_weight"] or []))):  # fmt: skip
+        if pairs:
+            values[name] = pairs
+    if not values.get("imports"):
+        values.pop("imports", None)
+    if "curriculum" in values:  # `--curriculum none`: no curriculum, whatever the layers below set
+        values["curriculum"] = [text for text in values["curriculum"] if text != "none"]
+    return values
+
+
+SUPERSEDES: dict[str, tuple[str, str]] = {
+    "max_steps": ("epochs", "the length of the run"),
+    "warmup_steps": ("warmup_ratio", "the length of the warm-up"),
+}
+"""Pairs of run fields that set one thing: the first, when set (not `None`), decides what the second would. A layer
+that gives the second without the first unsets the first of the layers below it (`--epochs 1` wins over a family's
+default `max_steps`); one layer that gives both is a conflict."""
+MERGED_FIELDS = ("overrides", "task_options", "aux_loss_weights")
+"""Mapping fields merged key by key across layers (a `--config` file's `task_options` keep the family's others)."""
+
+
+def merge_layers(layers: list[tuple[str, dict]], base: dict | None = None) -> dict:
+    """The run-argument values of `layers` (lowest first) on top of `base`.
+
+    A later layer's value replaces an earlier one's, except: mapping fields (:data:`MERGED_FIELDS`) merge key by
+    key, `imports` add up, and a layer giving one of a pair of :data:`SUPERSEDES` unsets the other of the layers
+    below.
+
+    Raises:
+        ValueError: one layer gives both fields of a :data:`SUPERSEDES` pair, naming both.
+    """
+    merged = copy.deepcopy(base or {})
+    for label, layer in layers:
+        for first, (second, what) in SUPERSEDES.items():
+            if layer.get(first) is not None and second in layer:
+                flags = flag_of_field(first), flag_of_field(second)
+                both = f"{first}={layer[first]!r} ({flags[0]}) and {second}={layer[second]!r} ({flags[1]})"
+                where = "--config: the file" if label == "--config" else f"{flags[0]}: the command line"
+                raise ValueError(f"argument {where} gives both {both}, which both set {what}: give one of them")
+            if second in layer and first not in layer:
+                merged[first] = None
+        for key, value in copy.deepcopy(layer).items():
+            if key in MERGED_FIELDS and isinstance(value, dict) and isinstance(merged.get(key), dict):
+                merged[key] = {**merged[key], **value}
+            elif key == "imports" and isinstance(value, list) and isinstance(merged.get(key), list):
+                merged[key] = list(dict.fromkeys([*merged[key], *value]))
+            else:
+                merged[key] = value
+    return merged
+
+
+def defaults_of() -> dict:
+    """The dataclass defaults of every run argument."""
+    return RunArguments().to_dict()
+
+
+def move_legacy_task_options(given: dict, layers: list[tuple[str, dict]]) -> None:
+    """Turn the old top-level run arguments that became task options (:data:`LEGACY_TASK_OPTIONS`) into task
+    options of `given`, with a `FutureWarning`; a task option given explicitly in any layer wins."""
+    explicit = {key for _, layer in layers for key in (layer.get("task_options") or {})}
+    for name in LEGACY_TASK_OPTIONS:
+        if name in given:
+            value = given.pop(name)
+            given["task_options"] = {**given.get("task_options", {}), **legacy_task_option(given, name, value,
+                                                                                            explicit)}  # fmt: skip
+            if not given["task_options"]:
+                del given["task_options"]
+
+
+def check_given(args: RunArguments, given: dict) -> None:
+    """Checks that need to know which values were given: `--epochs` on a task sampled online."""
+    if "epochs" in given and task_entry(args.task).builder is None:
+        raise ValueError(
+            f"argument --epochs: task={args.task!r} is sampled online and has no epochs; set its length with "
+            "--max-steps"
+        )
+
+
+RESUME_FIXED_FIELDS: tuple[str, ...] = ("task_preset", "weight_decay_on")
+"""Run arguments a resume never changes besides :data:`~.checkpoints.RESUME_FIELDS` (the model and the data): the
+preset's values are the saved run's already, and the parameter groups of the saved optimiser are fixed."""
+BOOKKEEPING_FIELDS: tuple[str, ...] = (
+    "output_dir", "resume", "overwrite", "allow_changed_settings", "threads", "report_to", "push_to_hub", "imports",
+    "log_every", "checkpoint_every", "keep_checkpoints", "eval_batch_size", "eval_every",
+)
+"""Run arguments that do not change what is trained: a resume takes them as given, without a word."""
+
+
+def training_settings(config: dict) -> dict:
+    """The training settings of a run config: every `RunArguments` field but :data:`BOOKKEEPING_FIELDS`, with the
+    task options resolved (a run saved with an old top-level task option compares equal to its new spelling)."""
+    from .checkpoints import resolved_task_options
+
+    known = {f.name for f in fields(RunArguments)} - set(BOOKKEEPING_FIELDS)
+    resolved = resolved_task_options(config)
+    return {name: json.loads(json.dumps(resolved[name], sort_keys=True, default=str)) for name in known & set(resolved)}
+
+
+def setting_differences(saved: dict, current: dict) -> dict:
+    """Field -> `(saved, current)` for every training setting the two run configs both hold and that differs."""
+    recorded = set(saved) | ({"task_options"} if set(saved) & set(LEGACY_TASK_OPTIONS) else set())
+    saved, current = training_settings(saved), training_settings(current)
+    return {
+        name: (saved[name], current[name])
+        for name in recorded & set(saved) & set(current)
+        if saved[name] != current[name]
+    }
+
+
+def resume_settings(args: RunArguments, given: dict) -> tuple[RunArguments, dict]:
+    """The arguments of `--resume`: the saved run's settings, with the values given explicitly on top.
+
+    A given value that differs from the saved one is refused, listing every difference, unless
+    `--allow-changed-settings` (never for the fields that fix the model and the data). A folder without a marker
+    (runs from before it) resumes with the given arguments, checked as before by `prepare_output_dir`.
+
+    Returns:
+        `(arguments, changes)`: changes maps each changed training setting to `(saved, new)`.
+
+    Raises:
+        ValueError: a damaged marker, or changed settings (naming them).
+    """
+    from .checkpoints import RESUME_FIELDS, read_run_marker
+
+    folder = args.resolved_output_dir()
+    marker = read_run_marker(folder)
+    if marker is None:
+        return args, {}
+    known = {f.name for f in fields(RunArguments)}
+    saved = {key: value for key, value in marker["run_config"].items() if key in known}
+    legacy = {name: marker["run_config"][name] for name in LEGACY_TASK_OPTIONS if name in marker["run_config"]}
+    if legacy and saved.get("task") in list_tasks():  # saved before they became task options
+        saved["task_options"] = run_task_options(saved["task"], saved.get("task_options") or {}, legacy)
+    base = {**defaults_of(), **saved}
+    values = with_relative_min_lr(merge_layers([("given", given)], base=base), base, given)
+    resumed = RunArguments(**{**values, "output_dir": str(folder), "resume": True})
+    changes = setting_differences(saved, resumed.to_dict())
+    listed = "; ".join(f"{name}: saved {old!r}, now {new!r}" for name, (old, new) in sorted(changes.items()))
+    fixed = sorted(set(changes) & {*RESUME_FIELDS, *RESUME_FIXED_FIELDS})
+    if fixed:
+        raise ValueError(
+            f"argument --resume: the run in {folder} was started with other settings ({listed}); "
+            f"{', '.join(fixed)} cannot change within a run: pass the saved values, or choose another --output-dir"
+        )
+    if changes and not args.allow_changed_settings:
+        raise ValueError(
+            f"argument --resume: the run in {folder} was started with other settings ({listed}); leave them out to "
+            "continue with the saved ones, or pass --allow-changed-settings to continue with the new ones "
+            "(metrics.json then records both)"
+        )
+    return resumed, changes
 
 
 def legacy_task_option(values: dict, name: str, value, explicit: set[str]) -> dict:
@@ -360,17 +572,17 @@ def legacy_task_option(values: dict, name: str, value, explicit: set[str]) -> di
     return {name: value} if declared and name not in explicit else {}
 
 
-def task_defaults(task: str, preset: str | None) -> dict:
-    """The run-argument defaults of `task`'s family, with its named `preset` on top."""
+def task_layers(task: str, preset: str | None) -> list[tuple[str, dict]]:
+    """The run-argument defaults of `task`'s family, then its named `preset`, as layers of :func:`merge_layers`."""
     with naming("--task"):
         check_choice("task", task, list_tasks())
     family = family_of(task)
-    values = dict(family.run_defaults)
+    layers = [("task family", dict(family.run_defaults))]
     if preset is not None:
         with naming("--task-preset"):
             check_choice("task_preset", preset, sorted(family.presets))
-        values.update(family.presets[preset])
-    return values
+        layers.append(("task preset", dict(family.presets[preset])))
+    return layers
 
 
 def load_yaml_config(path: Path) -> dict:
@@ -431,7 +643,12 @@ def validate(args: RunArguments) -> None:
         check_choice("preset", args.preset, sorted(ARCHITECTURES[args.architecture].presets))
     check_limits(args, RUN_LIMITS, {name: flag_of_field(name) for name in RUN_LIMITS})
     if args.min_lr > args.lr:
-        raise ValueError(f"argument --min-lr: min_lr={args.min_lr!r} is not allowed: expected a number <= lr={args.lr}")
+        raise ValueError(
+            f"argument --min-lr: min_lr={args.min_lr!r} is above lr={args.lr!r} (--lr): expected a final learning "
+            "rate <= the peak one"
+        )
+    if args.allow_changed_settings and not args.resume:
+        raise ValueError("argument --allow-changed-settings: it applies to --resume only")
     for name, weight in args.aux_loss_weights.items():
         NON_NEGATIVE_NUMBER.check(f"aux_loss_weights[{name!r}]", weight, "--aux-loss-weight")
     entry = task_entry(args.task)
@@ -457,6 +674,11 @@ def validate(args: RunArguments) -> None:
     if args.push_to_hub is not None:
         with naming("--push-to-hub"):
             validate_repo_id(args.push_to_hub)
+    if args.overrides.get("ngram_heads") and family_of(args.task).head != "causal_lm":
+        raise ValueError(
+            f"argument --ngram-heads: n-gram heads match token ids, and task {args.task!r} has continuous inputs "
+            f"(head {family_of(args.task).head!r}); allowed with token tasks only"
+        )
     with naming("--override", {"ngram_heads": "--ngram-heads"}):
         try:
             config_for(args.architecture, args.preset, **args.overrides)  # unknown or invalid fields fail here

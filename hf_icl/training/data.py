@@ -7,6 +7,7 @@ would: finite data through an epoch order fixed by (seed, epoch), online data th
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Iterator
 
@@ -15,7 +16,7 @@ from torch.utils.data import DataLoader, Dataset, Sampler
 from transformers.trainer_pt_utils import get_length_grouped_indices
 
 from ..tasks.family import TaskData
-from ..tasks.online import OnlineBatches
+from ..tasks.online import OnlineBatches, step_rng
 
 
 class LengthGroupedEpochSampler(Sampler):
@@ -129,8 +130,14 @@ class EpochBatches:
         if data.augment is not None:
             sampler, dataset = EpochTagged(sampler), Augmented(data.train, data.augment, seed)
         loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler, collate_fn=data.collate)
-        self.accelerator, self.loader = accelerator, accelerator.prepare(loader)
+        self.accelerator, self.loader, self.data = accelerator, accelerator.prepare(loader), data
         self.steps_per_epoch = math.ceil(len(data.train) / (batch_size * accelerator.num_processes))
+
+    def probe_batches(self, total_steps: int) -> Iterator[tuple[int, dict]]:
+        """`(0, batch)` of the longest training example alone, on the CPU (the run's setup checks)."""
+        lengths = self.data.lengths
+        longest = max(range(len(lengths)), key=lengths.__getitem__) if lengths else 0
+        yield 0, self.data.collate([self.data.train[longest]])
 
     def iter_from(self, step: int) -> Iterator[dict]:
         """Batches of global steps `step`, `step + 1`, ... (epoch after epoch)."""
@@ -158,6 +165,16 @@ class OnlineStream:
         self.accelerator, self.sampler = accelerator, data.train
         self.batch_size, self.seed, self.curricula = batch_size, seed, tuple(curricula)
         self.sampler.check_curricula(self.curricula)  # a bad end value fails now, not mid-run
+
+    def probe_batches(self, total_steps: int) -> Iterator[tuple[int, dict]]:
+        """`(step, batch)` of one example at the first and the last step (curricula applied), on the CPU, drawn
+        from a copy of the sampler (the run's setup checks)."""
+        for step in sorted({0, total_steps - 1}):
+            sampler = copy.copy(self.sampler)
+            sampler.params = dict(self.sampler.params)
+            for curriculum in self.curricula:
+                curriculum.apply(step, sampler.params)
+            yield step, sampler.sample_batch(1, step_rng(self.seed, 0, step))
 
     def iter_from(self, step: int) -> Iterator[dict]:
         batches = OnlineBatches(

@@ -23,14 +23,17 @@ from ..architectures.heads import build_model
 from ..evaluation.tables import markdown_table
 from ..modeling.states import state_size_report
 from ..tasks import EvalRequest, TaskData, TaskFamily, TaskRequest, family_of
+from ..validation import check_output_folder, naming, one_line
 from .arguments import RunArguments
 from .checkpoints import (
-    RUN_MARKER,
     ResumeError,
+    checkpoint_dir,
+    clean_leftovers,
     clear_run_folder,
     load_checkpoint,
     load_trainer_state,
     prepare_output_dir,
+    read_run_marker,
     save_checkpoint,
     write_folder_atomic,
     write_run_marker,
@@ -93,6 +96,7 @@ def preflight(args: RunArguments) -> list[Path]:
     """Checks that need no training: the run folder (with `--resume`: the saved run's settings and its checkpoints),
     the network (with `--push-to-hub`). Returns the checkpoints to try when resuming, newest first."""
     output_dir = args.resolved_output_dir()
+    check_output_folder(output_dir, "--output-dir")
     resume_from, warnings = prepare_output_dir(output_dir, args.resume, args.overwrite, args.to_dict())
     if os.environ.get("RANK", "0") == "0":
         for warning in warnings:
@@ -129,7 +133,7 @@ class Run:
 
 
 def start_run(args: RunArguments) -> Run:
-    """Accelerator, seeds, CPU threads and a clean run folder."""
+    """Accelerator, seeds and CPU threads; the run folder is not touched (see :func:`claim_run_folder`)."""
     output_dir = args.resolved_output_dir()
     accelerator = Accelerator(
         cpu=not torch.cuda.is_available(),
@@ -140,14 +144,6 @@ def start_run(args: RunArguments) -> Run:
         log_with=None if args.report_to == "none" else args.report_to,
         project_dir=str(output_dir),
     )
-    if accelerator.is_main_process:
-        if args.overwrite:  # only what a run wrote; preflight refused a folder that is not a run
-            kept = clear_run_folder(output_dir)
-            if kept:
-                print(f"--overwrite kept {len(kept)} entries that are not run outputs: {', '.join(kept)}")
-        if not (args.resume and (output_dir / RUN_MARKER).is_file()):
-            write_run_marker(output_dir, args.to_dict())
-    accelerator.wait_for_everyone()
     launch_warning = single_process_launch_warning(accelerator.num_processes)
     if launch_warning:
         accelerator.print(launch_warning)
@@ -158,6 +154,24 @@ def start_run(args: RunArguments) -> Run:
         # `accelerate launch` pins a lone CPU process to OMP_NUM_THREADS=1; a single process should use the cores.
         torch.set_num_threads(len(os.sched_getaffinity(0)))
     return Run(args, accelerator, output_dir, family_of(args.task))
+
+
+def claim_run_folder(run: Run) -> None:
+    """Once every check has passed: finish what a killed run left (`.tmp-*`), clear the old run with
+    `--overwrite`, and write the marker of a new run. Until here a run that fails leaves the folder as it was."""
+    args, output_dir = run.args, run.output_dir
+    if run.accelerator.is_main_process:
+        for folder in (output_dir, checkpoint_dir(output_dir)):
+            cleaned = clean_leftovers(folder)
+            if cleaned:
+                print(f"cleaned what an interrupted run left in {folder}: {', '.join(cleaned)}", file=sys.stderr)
+        if args.overwrite:  # only what a run wrote; preflight refused a folder that is not a run
+            kept = clear_run_folder(output_dir)
+            if kept:
+                print(f"--overwrite kept {len(kept)} entries that are not run outputs: {', '.join(kept)}")
+        if not (args.resume and read_run_marker(output_dir) is not None):
+            write_run_marker(output_dir, args.to_dict())
+    run.accelerator.wait_for_everyone()
 
 
 def task_request(args: RunArguments) -> TaskRequest:
@@ -178,10 +192,78 @@ class RunSetupError(ValueError):
 
 
 def build_task_model(run: Run):
-    """The architecture at its preset, with the fields the data fixes, under the family's head."""
+    """The architecture at its preset, with the fields the data fixes, under the family's head.
+
+    Raises:
+        RunSetupError: an override contradicts the data (a vocabulary smaller than the task's), or the head refuses
+            the config (n-gram heads on continuous inputs).
+    """
     args = run.args
-    config = config_for(args.architecture, args.preset, **{**run.data.model_fields, **args.overrides})
-    return build_model(run.family.head, config)
+    check_data_fields(run.data.model_fields, args.overrides, args.task)
+    try:
+        with naming("--override", {"ngram_heads": "--ngram-heads"}):
+            config = config_for(args.architecture, args.preset, **{**run.data.model_fields, **args.overrides})
+            return build_model(run.family.head, config)
+    except ValueError as err:
+        raise RunSetupError(str(err)) from None
+
+
+def check_data_fields(fixed: dict, overrides: dict, task: str) -> None:
+    """Refuse an override of a config field the task's data fixes: `vocab_size` may only grow (spare ids), every
+    other such field (`input_dim`, `pad_token_id`, ...) must equal the data's."""
+    for name, value in overrides.items():
+        if name not in fixed or value == fixed[name]:
+            continue
+        if name == "vocab_size" and isinstance(value, int) and value >= fixed[name]:
+            continue
+        allowed = f"an integer >= {fixed[name]}" if name == "vocab_size" else f"{fixed[name]!r} or no override"
+        raise RunSetupError(
+            f"argument --override: {name}={value!r} is not allowed: the data of task {task!r} fixes {name}="
+            f"{fixed[name]!r}; expected {allowed}"
+        )
+
+
+@contextlib.contextmanager
+def preserved_random_state():
+    """Run a block without moving any random generator (torch on every device, numpy, Python's `random`)."""
+    import random
+
+    import numpy as np
+
+    python_state, numpy_state = random.getstate(), np.random.get_state()
+    with torch.random.fork_rng(devices=range(torch.cuda.device_count())):
+        try:
+            yield
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)
+
+
+def probe_model(run: Run, model, stream, total_steps: int) -> None:
+    """Forward the longest training example (online tasks: an example of the first and of the last step, curricula
+    applied) before the run folder is touched, so data the model cannot take fails now, in one line: positions past
+    its limit, a curriculum that outgrows it, an auxiliary-loss weight of a loss the model does not report.
+
+    Raises:
+        RunSetupError: naming `--curriculum` (only the last step fails), else `--override` or `--preset`.
+    """
+    device = next(model.parameters()).device
+    with preserved_random_state(), torch.no_grad():
+        for step, batch in stream.probe_batches(total_steps):
+            batch = {key: value.to(device) if torch.is_tensor(value) else value for key, value in batch.items()}
+            try:
+                total_loss(run, model, batch)
+            except RunSetupError:
+                raise
+            except ValueError as err:
+                grown = step > 0 and run.args.curriculum
+                flag = "--curriculum" if grown else "--override" if run.args.overrides else "--preset"
+                where = f"at step {step + 1} (curricula applied)" if step > 0 else ""
+                raise RunSetupError(
+                    f"argument {flag}: the {run.args.architecture} model ({run.args.preset}"
+                    f"{', ' + str(run.args.overrides) if run.args.overrides else ''}) cannot take the training data "
+                    f"of task {run.args.task!r}{' ' + where if where else ''}: {one_line(err)}"
+                ) from None
 
 
 def total_loss(run: Run, model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
@@ -230,12 +312,17 @@ def backward_in_micro_batches(run: Run, model, batch) -> tuple[torch.Tensor, dic
     return loss, terms
 
 
-def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> dict:
+def train(args: RunArguments, resume_from: list[Path] | Path | None = None, changes: dict | None = None) -> dict:
     """Train, evaluate, and write the run folder. Returns the metrics written to `metrics.json`.
+
+    Every check that needs the data or the model (:func:`build_task_model`, :func:`probe_model`) runs before the run
+    folder is touched (:func:`claim_run_folder`).
 
     Args:
         args: validated run arguments.
         resume_from: checkpoints to resume from, newest first (`preflight`'s answer): the first that loads wins.
+        changes: with `--resume --allow-changed-settings`, field -> `(saved, new)` (`ParsedRun.changes`): the new
+            values take effect from the checkpoint's step on, and the marker and `metrics.json` record them.
     """
     run = start_run(args)
     run.data = prepare_data(run)
@@ -250,6 +337,13 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
     except ValueError as err:  # a curriculum value the sampler rejects: still before the first step
         raise RunSetupError(str(err)) from None
     total_steps = args.max_steps or math.ceil(args.epochs * stream.steps_per_epoch)
+    if args.eval_every and accelerator.distributed_type == DistributedType.FSDP:
+        raise RunSetupError(
+            "argument --eval-every: the periodic validation scores a whole model on the main process, which FSDP "
+            "shards; drop --eval-every under FSDP (the final evaluation still runs)"
+        )
+    probe_model(run, model, stream, total_steps)
+    claim_run_folder(run)
     optimizer = build_optimizer(model, args)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_multiplier(args, total_steps))
     warmup = warmup_steps(args, total_steps)
@@ -257,11 +351,6 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
         accelerator.print(
             f"warning: the warm-up ({warmup} steps) takes at least half of the run ({total_steps} steps), so the "
             f"learning rate stays below --lr={args.lr} for most of it; lower --warmup-steps for short runs"
-        )
-    if args.eval_every and accelerator.distributed_type == DistributedType.FSDP:
-        raise RunSetupError(
-            "argument --eval-every: the periodic validation scores a whole model on the main process, which FSDP "
-            "shards; drop --eval-every under FSDP (the final evaluation still runs)"
         )
     model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
 
@@ -276,6 +365,8 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
                 f"argument --resume: {checkpoint} is at step {state['global_step']}, past the "
                 f"{total_steps} steps of this run; raise --max-steps or --epochs"
             )
+        if changes:
+            apply_changed_settings(run, optimizer, scheduler, changes, state["global_step"])
     if accelerator.is_main_process:
         run.output_dir.mkdir(parents=True, exist_ok=True)
     if args.report_to != "none":
@@ -302,6 +393,26 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None) -> d
     accelerator.free_memory()
     accelerator.end_training()
     return metrics
+
+
+def apply_changed_settings(run: Run, optimizer, scheduler, changes: dict, step: int) -> None:
+    """After loading a checkpoint: make the new optimiser settings take effect (the saved optimiser and scheduler
+    states carry the old learning rate, betas and weight decay), and record the change in the run's marker."""
+    args = run.args
+    inner = getattr(scheduler, "scheduler", scheduler)
+    inner.base_lrs = [args.lr] * len(optimizer.param_groups)
+    for group, multiplier in zip(optimizer.param_groups, inner.lr_lambdas):
+        group["initial_lr"], group["lr"] = args.lr, args.lr * multiplier(inner.last_epoch)
+        group["betas"] = (args.adam_beta1, args.adam_beta2)
+    optimizer.param_groups[0]["weight_decay"] = args.weight_decay  # the decayed group (`build_optimizer`)
+    if run.accelerator.is_main_process:
+        marker = read_run_marker(run.output_dir) or {}
+        entry = {"step": step, "changes": {name: {"saved": old, "now": new} for name, (old, new) in changes.items()}}
+        write_run_marker(run.output_dir, args.to_dict(), [*marker.get("setting_changes", []), entry])
+    run.accelerator.print(
+        f"continuing from step {step} with changed settings: "
+        + "; ".join(f"{name} {old!r} -> {new!r}" for name, (old, new) in sorted(changes.items()))
+    )
 
 
 def whole_model(run: Run, model):
@@ -456,6 +567,9 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         "weights_checksum_per_process": checksums,
         "run_config": {**args.to_dict(), **data.description},
     }
+    setting_changes = (read_run_marker(run.output_dir) or {}).get("setting_changes")
+    if setting_changes:  # a resume continued with other settings: the saved and the new values, by step
+        metrics["setting_changes"] = setting_changes
     write_reports(run.output_dir, metrics, family)
     finish_export(run, model, metrics)
     print(f"\n{args.architecture} ({args.preset}) on {args.task}, {total_steps} steps; reports in {run.output_dir}")
