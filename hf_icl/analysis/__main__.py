@@ -1,9 +1,11 @@
 """`python -m hf_icl.analysis <command> [...]`: one subcommand per analysis module.
 
 An analysis is one module that declares `COMMAND` (its subcommand name), `DESCRIPTION`, `add_arguments(parser)`,
-`run(args)` and optionally `check_arguments(args)` (raises `ValueError` naming the argument, before any work). Every
-such module in this folder is found on its own; a plug-in adds one with `register_analysis(module)` (or just by
-being imported with `--import`, if it calls `register_analysis`).
+`run(args)` and optionally `check_arguments(args)` (raises `ValueError` naming the argument, before any work). A
+`ValueError` from `run` whose message starts with "argument " is a check that needed the data; it ends in one line
+too, so `run` makes such checks before it writes anything. Every such module in this folder is found on its own; a
+plug-in adds one with `register_analysis(module)` (or just by being imported with `--import`, if it calls
+`register_analysis`).
 """
 
 from __future__ import annotations
@@ -70,7 +72,12 @@ def main(argv: list[str] | None = None) -> dict:
             args.check(args)
         except (ValueError, OSError) as err:
             parser.fail(f"{args.command}: {err}")
-    return args.run(args)
+    try:
+        return args.run(args)
+    except ValueError as err:  # a check that needs the data (a row past the split's end), made before any write
+        if not str(err).startswith("argument "):
+            raise
+        parser.fail(f"{args.command}: {err}")
 
 
 if __name__ == "__main__":

@@ -20,7 +20,7 @@ from ..baselines.lnw import PAPER_NAMES, TRAINING_PRESETS, VARIANTS, train_lnw
 from ..tasks import task_builder, task_config
 from ..tasks.regbench.evaluation import evaluate_regbench
 from ..tasks.regbench.metrics import regbench_metrics
-from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, naming
+from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, check_output_folder, naming
 
 COMMAND = "lnw"  # python -m hf_icl.analysis lnw
 DESCRIPTION = """P1 App. D learned n-gram reweighting (LNW, LNW_r, LNW_b): train on RegBench, score on its test split.
@@ -67,8 +67,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     check_limits(args, LIMITS)
     with naming("--n-train"):
         task_config("regbench", n_train=args.n_train)
-    if args.output.exists() and not args.output.is_dir():
-        raise ValueError(f"argument --output: {str(args.output)!r} is a file, not a folder")
+    check_output_folder(args.output, "--output")
 
 
 def regbench_rows(n_train: int, max_rows: int | None) -> dict[str, list[dict]]:

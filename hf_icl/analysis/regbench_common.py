@@ -20,6 +20,7 @@ from ..atomic_files import atomic_path, write_json_atomic
 from ..tasks import task_builder
 from ..tasks.regbench import FAMILY as REGBENCH_FAMILY
 from ..tasks.regbench import REGBENCH_VOCAB
+from ..validation import check_output_folder
 
 TOKEN_ID = {symbol: i for i, symbol in enumerate(REGBENCH_VOCAB)}
 """RegBench symbol -> id, the order of `next_token_truth` and of the tokenizer (`.` = 0, a..r = 1..18, `|` = 19)."""
@@ -152,9 +153,9 @@ def output_folder(args: argparse.Namespace) -> Path:
 
 
 def check_output(path: Path | None) -> None:
-    """`--output` must be a folder (or not exist yet)."""
-    if path is not None and path.exists() and not path.is_dir():
-        raise ValueError(f"argument --output: {str(path)!r} is a file, not a folder")
+    """`--output` must be a folder, or one that can be created (nothing is created here)."""
+    if path is not None:
+        check_output_folder(path, "--output")
 
 
 def save_results(folder: Path, name: str, results: dict, figures: dict) -> None:

@@ -30,7 +30,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from ..tasks import task_builder
 from ..tasks.icl_arithmetic import ICLArithmeticConfig
 from ..tasks.icl_arithmetic.evaluation import digit_hits, encode_texts, least_squares_hits, summarise
-from ..validation import POSITIVE_INT, SEED, Limit, check_limits
+from ..validation import POSITIVE_INT, SEED, Limit, check_limits, check_output_folder
 
 COMMAND = "slowfast"  # python -m hf_icl.analysis slowfast
 DESCRIPTION = """P3 slow/fast analyses on ICL arithmetic: (a, b) from ⟨y⟩ with R², n_i·n_j blocks, specialised accuracy.
@@ -125,8 +125,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     for flag, folder in (("--checkpoint", args.checkpoint), ("--baseline", args.baseline)):
         if folder is not None and not (folder / "config.json").is_file():
             raise ValueError(f"argument {flag}: {str(folder)!r} has no config.json (expected a save_pretrained folder)")
-    if args.output.exists() and not args.output.is_dir():
-        raise ValueError(f"argument --output: {str(args.output)!r} is a file, not a folder")
+    check_output_folder(args.output, "--output")
 
 
 def run(args: argparse.Namespace) -> dict:

@@ -26,6 +26,7 @@ from ..validation import (
     CommandLineParser,
     Limit,
     check_limits,
+    check_output_folder,
     key_value,
     naming,
 )
@@ -107,8 +108,7 @@ def check_arguments(args) -> tuple[Path, Path, TaskRequest]:
             f"argument --checkpoint: {str(checkpoint)!r} has no config.json (expected a save_pretrained folder)"
         )
     output_dir = Path(args.output_dir or f"{checkpoint.resolve()}-eval-{args.task}-{args.split}")
-    if output_dir.exists() and not output_dir.is_dir():
-        raise ValueError(f"argument --output-dir: {str(output_dir)!r} is a file, not a folder")
+    check_output_folder(output_dir, "--output-dir")
     if (output_dir / "metrics.json").exists() and not args.overwrite:
         raise ValueError(f"argument --output-dir: {output_dir / 'metrics.json'} exists; pass --overwrite to replace it")
     with naming("--checkpoint"):
@@ -119,6 +119,41 @@ def check_arguments(args) -> tuple[Path, Path, TaskRequest]:
     request = task_request_of(config, args)
     check_task_options(request)  # with the options the checkpoint's run recorded
     return checkpoint, output_dir, request
+
+
+def check_checkpoint_fits(checkpoint: Path, data, task: str):
+    """Refuse a checkpoint that cannot read `task`'s data: a config field the data fixes differs (a smaller
+    vocabulary, another input width), or its tokenizer lacks tokens of the task's. Nothing is loaded but configs and
+    the tokenizer.
+
+    Returns:
+        The checkpoint's own tokenizer, when it has one and the task uses tokens (it wins over the task's).
+
+    Raises:
+        ValueError: naming `--checkpoint`, the field or the missing tokens, and the task it was trained on.
+    """
+    config = AutoConfig.from_pretrained(checkpoint)
+    trained_on = (getattr(config, "hf_icl_run", None) or {}).get("task")
+    where = f"; it was trained on task {trained_on!r}" if trained_on and trained_on != task else ""
+    for name, needed in data.model_fields.items():
+        have = getattr(config, name, None)
+        if have == needed or (name == "vocab_size" and isinstance(have, int) and have >= needed):
+            continue
+        raise ValueError(
+            f"argument --checkpoint: {checkpoint} has {name}={have!r}, and the data of task {task!r} needs "
+            f"{name}={needed!r}{where}"
+        )
+    if data.tokenizer is None or not (checkpoint / "tokenizer_config.json").is_file():
+        return None
+    own = AutoTokenizer.from_pretrained(checkpoint)
+    missing = sorted(set(data.tokenizer.get_vocab()) - set(own.get_vocab()))
+    if missing:
+        shown = ", ".join(map(repr, missing[:5])) + (", ..." if len(missing) > 5 else "")
+        raise ValueError(
+            f"argument --checkpoint: the tokenizer of {checkpoint} lacks {len(missing)} tokens of task {task!r} "
+            f"({shown}){where}"
+        )
+    return own
 
 
 def main(argv=None) -> dict:
@@ -136,9 +171,13 @@ def main(argv=None) -> dict:
         parser.fail(err)
     family = family_of(args.task)
     data = family.prepare_data(request)  # the splits (and tokenizer) the run trained on, rebuilt from the seed
+    try:
+        own_tokenizer = check_checkpoint_fits(checkpoint, data, args.task)
+    except ValueError as err:
+        parser.fail(err)
     model = load_model(family.head, checkpoint)
-    if data.tokenizer is not None and (checkpoint / "tokenizer_config.json").is_file():
-        data.tokenizer = AutoTokenizer.from_pretrained(checkpoint)  # the checkpoint's own tokenizer wins
+    if own_tokenizer is not None:
+        data.tokenizer = own_tokenizer  # the checkpoint's own tokenizer wins
     if args.max_rows and data.splits is not None:
         data.splits[args.split] = data.splits[args.split].select(
             range(min(args.max_rows, len(data.splits[args.split])))

@@ -27,8 +27,8 @@ from typing import Any
 
 import yaml
 
-from ..atomic_files import write_folder_atomic, write_text_atomic
-from ..validation import CommandLineParser, flag_of, naming
+from ..atomic_files import clean_leftovers, write_folder_atomic, write_text_atomic
+from ..validation import CommandLineParser, check_output_folder, flag_of, naming
 from .push import check_hub_reachable, push_folder
 
 SPLITS = ("train", "validation", "test")
@@ -126,6 +126,7 @@ def write_folder(output: Path, datasets_by_config: Mapping, readme: str, splits=
         The output folder.
     """
     output.mkdir(parents=True, exist_ok=True)
+    clean_leftovers(output)  # what an export killed mid-write left (`.tmp-<config>`, `.old-<config>`)
     for name, dataset in datasets_by_config.items():
 
         def write_config(folder: Path, dataset=dataset, name=name):
@@ -283,8 +284,8 @@ class DatasetExport:
                 allowed; nothing has been written.
         """
         output = Path(output)
-        if cache_dir is not None and Path(cache_dir).exists() and not Path(cache_dir).is_dir():
-            raise ValueError(f"argument --cache-dir: {str(cache_dir)!r} is a file, not a folder")
+        if cache_dir is not None:
+            check_output_folder(cache_dir, "--cache-dir")
         flags = {field: flag_of(field) for field in overrides}
         builders = {}
         with naming(next(iter(flags.values()), "--configs"), flags):
@@ -296,8 +297,7 @@ class DatasetExport:
     def check_output(self, output: Path, configs: list[str], replace: bool) -> None:
         """Refuse a file, a non-empty folder that is not an export of this kind, or configs already in it (unless
         `replace`)."""
-        if output.exists() and not output.is_dir():
-            raise ValueError(f"argument --output: {str(output)!r} is a file, not a folder")
+        check_output_folder(output, "--output")
         if not output.is_dir() or not any(output.iterdir()):
             return
         front, _ = read_card(output)
