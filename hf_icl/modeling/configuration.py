@@ -175,6 +175,7 @@ class ICLConfig(PreTrainedConfig):
         self.ffn_types = list(self.ffn_types)
         for i, name in enumerate(self.mixer_types):
             check_choice(f"mixer_types[{i}]", name, list_mixers())
+        self.check_sizes()  # mixer fields derive from them (head_dim = hidden_size // num_attention_heads)
         for field in fields_of(self.mixer_types).values():  # the used mixers' fields: default, derived, checked
             setattr(self, field.name, field.resolve(self))
         self.check()
@@ -194,19 +195,13 @@ class ICLConfig(PreTrainedConfig):
                 check_choice(f"{field}[{i}]", name, allowed)
             if len(values) != self.num_hidden_layers:
                 raise ValueError(f"{field} has {len(values)} entries but num_hidden_layers={self.num_hidden_layers}")
+        self.check_sizes()
         for field in fields_of(self.mixer_types).values():
             field.resolve(self)
         for name in dict.fromkeys(self.mixer_types):
             spec = mixer_spec(name)
             if spec.check_config is not None:
                 spec.check_config(self)
-        for field in ("num_attention_heads", "hidden_size"):
-            if not isinstance(getattr(self, field), int) or getattr(self, field) < 1:
-                raise ValueError(f"{field}={getattr(self, field)!r} is not allowed: expected an integer >= 1")
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(
-                f"hidden_size={self.hidden_size} must be divisible by num_attention_heads={self.num_attention_heads}"
-            )
         if self.cot_dim is not None and self.input_dim is None:
             raise ValueError(f"cot_dim={self.cot_dim} needs continuous inputs: set input_dim (and output_dim)")
         for field in ("input_dim", "output_dim", "cot_dim"):
@@ -225,6 +220,17 @@ class ICLConfig(PreTrainedConfig):
         for field in ("vocab_size", "num_hidden_layers", "max_position_embeddings"):
             if getattr(self, field) < 1:
                 raise ValueError(f"{field}={getattr(self, field)} must be a positive integer")
+
+    def check_sizes(self) -> None:
+        """The sizes every other field is derived from: positive integers, the width divisible by the heads."""
+        for field in ("num_attention_heads", "hidden_size"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{field}={value!r} is not allowed: expected an integer >= 1")
+        if self.hidden_size % self.num_attention_heads:
+            raise ValueError(
+                f"hidden_size={self.hidden_size} must be divisible by num_attention_heads={self.num_attention_heads}"
+            )
 
     @classmethod
     def from_preset(cls, preset: str = "small", **overrides) -> ICLConfig:

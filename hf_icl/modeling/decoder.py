@@ -298,6 +298,18 @@ class ICLForCausalLM(ICLPreTrainedModel, GenerationMixin):
     def set_output_embeddings(self, value):
         self.lm_head = value
 
+    def generate(self, inputs: torch.Tensor | None = None, *args, **kwargs):
+        """`GenerationMixin.generate`; an empty prompt is refused naming the argument (transformers fails deep inside
+        on one). Leave the prompt out altogether to start from `bos_token_id`."""
+        given = {"inputs": inputs, "input_ids": kwargs.get("input_ids"), "inputs_embeds": kwargs.get("inputs_embeds")}
+        for name, prompt in given.items():
+            if torch.is_tensor(prompt) and (prompt.numel() == 0 or (prompt.dim() >= 2 and prompt.shape[1] == 0)):
+                raise ValueError(
+                    f"{name} has shape {tuple(prompt.shape)}: an empty prompt; expected (batch, length >= 1) "
+                    "(or no prompt, to start from bos_token_id)"
+                )
+        return super().generate(inputs, *args, **kwargs)
+
     @renamed_cache_kwarg
     def forward(
         self,

@@ -72,6 +72,16 @@ def interleave(x_tokens, y_tokens, s_tokens=None):
     return tokens, x_positions, s_positions
 
 
+def check_tensor(name: str, value, ranks: tuple[int, ...], expected: str) -> None:
+    """Raises `ValueError` naming `name` when `value` is no tensor, has another rank, or holds NaN or infinity."""
+    if not torch.is_tensor(value):
+        raise ValueError(f"{name} is a {type(value).__name__}: expected a tensor {expected}")
+    if value.dim() not in ranks:
+        raise ValueError(f"{name} has shape {tuple(value.shape)}: expected {expected}")
+    if value.is_floating_point() and not torch.isfinite(value).all():
+        raise ValueError(f"{name} holds NaN or infinite values: expected finite numbers")
+
+
 def _squeeze_scalar(values: torch.Tensor) -> torch.Tensor:
     return values[..., 0] if values.shape[-1] == 1 else values
 
@@ -105,6 +115,30 @@ class InContextRegressionMixin:
             self.read_in_steps = nn.Linear(config.cot_dim, config.hidden_size)
             self.read_in_targets = nn.Linear(config.output_dim, config.hidden_size)
             self.read_out_steps = nn.Linear(config.hidden_size, config.cot_dim)
+
+    # --- checks -----------------------------------------------------------------------------------------------
+
+    def check_examples(self, xs, ys=None) -> None:
+        """The examples' ranks, sizes and values, before any of them is read in.
+
+        Raises:
+            ValueError: naming `xs` or `ys`, the shape or value found and what is expected: `xs` (B, N, input_dim)
+                with N >= 1, `ys` (B, n) or (B, n, output_dim) with n <= N, every value finite.
+        """
+        expected_xs = f"(batch, N >= 1, input_dim={self.config.input_dim})"
+        check_tensor("xs", xs, (3,), expected_xs)
+        if xs.shape[1] < 1:
+            raise ValueError(f"xs has shape {tuple(xs.shape)}: N=0 examples; expected {expected_xs}")
+        if xs.shape[-1] != self.config.input_dim:
+            raise ValueError(f"xs has width {xs.shape[-1]} but config.input_dim={self.config.input_dim}")
+        if ys is None:
+            return
+        expected_ys = f"(batch={xs.shape[0]}, n <= {xs.shape[1]}) or (batch, n, output_dim={self.config.output_dim})"
+        check_tensor("ys", ys, (2, 3), expected_ys)
+        if ys.shape[0] != xs.shape[0] or (ys.dim() == 3 and ys.shape[-1] != self.config.output_dim):
+            raise ValueError(f"ys has shape {tuple(ys.shape)}: expected {expected_ys}")
+        if ys.shape[1] > xs.shape[1]:
+            raise ValueError(f"ys has {ys.shape[1]} examples but xs only {xs.shape[1]}: every y needs its x")
 
     # --- read-ins ---------------------------------------------------------------------------------------------
 
@@ -151,11 +185,9 @@ class InContextRegressionMixin:
         output_hidden_states: bool | None = None,
         block_context: dict | None = None,
     ) -> InContextRegressionOutput:
-        batch = xs.shape[0]
+        self.check_examples(xs, ys)
         if ys is None:
-            ys = xs.new_zeros(batch, 0, self.config.output_dim)
-        if ys.shape[1] > xs.shape[1]:
-            raise ValueError(f"ys has {ys.shape[1]} examples but xs only {xs.shape[1]}: every y needs its x")
+            ys = xs.new_zeros(xs.shape[0], 0, self.config.output_dim)
         x_tokens = self._x_tokens(xs)
         tokens, x_positions, s_positions = interleave(x_tokens, self._y_tokens(ys, y_tokens), self._s_tokens(ss))
         outputs = self.model(
@@ -203,6 +235,7 @@ class InContextRegressionMixin:
             The same tensor as `.predictions` of the parallel forward (ŷ at x positions, or at s positions with
             chain-of-thought).
         """
+        self.check_examples(xs, ys)
         x_tokens, s_tokens = self._x_tokens(xs), self._s_tokens(ss)
         y_all = self._y_tokens(ys, y_tokens)
         cache, predictions = None, []

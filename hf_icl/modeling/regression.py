@@ -21,7 +21,7 @@ from transformers.utils import ModelOutput
 
 from .configuration import ICLConfig
 from .decoder import ICLModel, ICLPreTrainedModel, renamed_cache_kwarg
-from .in_context import InContextRegressionMixin
+from .in_context import InContextRegressionMixin, check_tensor
 
 
 @dataclass
@@ -129,6 +129,9 @@ class ICLForRegression(InContextRegressionMixin, ICLPreTrainedModel):
                 output_hidden_states=output_hidden_states,
                 block_context=context or None,
             )
+        check_tensor("inputs", inputs, (3,), f"(batch, T, input_dim={self.config.input_dim})")
+        if inputs.shape[-1] != self.config.input_dim:
+            raise ValueError(f"inputs has width {inputs.shape[-1]} but config.input_dim={self.config.input_dim}")
         outputs = self.model(
             inputs_embeds=self.read_in(inputs),  # (B, T, d)
             attention_mask=attention_mask,
