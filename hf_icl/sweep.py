@@ -29,10 +29,13 @@ Each point is its own process, `python -m hf_icl.train --config <name>.yaml` (a 
 process: every run starts from a fresh Accelerate state, thread setting and memory, a crashed point does not end the
 sweep, and the same command runs unchanged on a cluster node). A point whose `metrics.json` exists is skipped, one
 with a completed checkpoint continues with `--resume`, one that died before its first checkpoint restarts with
-`--overwrite`; so rerunning a sweep finishes what is missing. The default launcher runs the points on this machine,
-`--jobs` at a time (default 1: one after another; give each point `threads: 1` when jobs > 1); `ray` and `submitit`
-(SLURM and others; the engine under Hydra's submitit launcher) are the optional extra `pip install hf-icl[sweep]`.
-`python -m hf_icl.report <output_root>` reads the runs.
+`--overwrite`; so rerunning a sweep finishes what is missing. A finished or resumable point whose saved settings
+differ from what the spec now gives it (the `base` was edited) is `changed`: the sweep refuses to start, listing the
+differences, unless `--rerun-changed` trains those points again from scratch.
+
+The default launcher runs the points on this machine, `--jobs` at a time (default 1: one after another; give each
+point `threads: 1` when jobs > 1); `ray` and `submitit` (SLURM and others; the engine under Hydra's submitit launcher)
+are the optional extra `pip install hf-icl[sweep]`. `python -m hf_icl.report <output_root>` reads the runs.
 """
 
 from __future__ import annotations
@@ -53,8 +56,8 @@ from pathlib import Path
 import yaml
 
 from .plugins import add_import_argument, preload
-from .training.arguments import RunArguments, load_yaml_config, parse_args, parse_ngram_heads
-from .training.checkpoints import latest_checkpoint
+from .training.arguments import RunArguments, load_yaml_config, parse_args, parse_ngram_heads, setting_differences
+from .training.checkpoints import latest_checkpoint, saved_run_config
 from .validation import POSITIVE_INT, CommandLineParser, check_field_values, check_limits, naming
 
 SPEC_KEYS = ("output_root", "config", "base", "grid", "accelerate", "launcher")
@@ -79,10 +82,12 @@ class SweepSpec:
 
 @dataclass
 class Point:
-    """One run of the grid: its name and its run arguments."""
+    """One run of the grid: its name, its run arguments (as the spec gives them) and, once :func:`check_points` has
+    parsed them as `train.py` will, its full run config (every default filled in)."""
 
     name: str
     arguments: dict
+    settings: dict | None = None
 
 
 def load_spec(path: str | Path) -> SweepSpec:
@@ -177,13 +182,14 @@ def expand(spec: SweepSpec) -> list[Point]:
 
 
 def check_points(points: list[Point]) -> None:
-    """Parse every point's arguments as `train.py` will, so a bad value fails before any run starts."""
+    """Parse every point's arguments as `train.py` will, so a bad value fails before any run starts; each point's
+    `settings` become its full run config."""
     with tempfile.TemporaryDirectory() as folder:
         for point in points:
             config = Path(folder) / "point.yaml"
             config.write_text(yaml.safe_dump({k: v for k, v in point.arguments.items() if k != "output_dir"}))
             try:
-                parse_args(["--config", str(config)])
+                point.settings = parse_args(["--config", str(config)]).to_dict()
             except ValueError as err:  # named by the spec's point, not by the temporary --config file
                 message = str(err).removeprefix("argument --config: ")
                 raise ValueError(f"argument spec: point {point.name}: {message}") from None
@@ -191,20 +197,45 @@ def check_points(points: list[Point]) -> None:
                 raise ValueError(f"point {point.name}: train.py rejected its arguments (message above)") from None
 
 
-def point_state(run_dir: Path) -> str:
-    """`finished` (metrics.json), `resume` (a completed checkpoint), `restart` (started, no checkpoint) or `new`."""
-    if (run_dir / "metrics.json").is_file():
-        return "finished"
-    if latest_checkpoint(run_dir) is not None:
-        return "resume"
+def point_state(run_dir: Path, settings: dict | None = None) -> str:
+    """`finished` (metrics.json), `resume` (a completed checkpoint), `restart` (started, no checkpoint) or `new`;
+    `changed` where a finished or resumable run's saved settings differ from `settings` (:func:`saved_changes`)."""
+    finished = (run_dir / "metrics.json").is_file()
+    if finished or latest_checkpoint(run_dir) is not None:
+        if settings is not None and saved_changes(run_dir, settings):
+            return "changed"
+        return "finished" if finished else "resume"
     return "restart" if run_dir.is_dir() and any(run_dir.iterdir()) else "new"
+
+
+def saved_changes(run_dir: Path, settings: dict) -> dict:
+    """Field -> `(saved, now)` for every training setting of the run in `run_dir` (its marker, else its
+    `metrics.json`) that differs from `settings`; `{}` when the folder records none."""
+    saved = saved_run_config(run_dir) or saved_run_config(run_dir, "metrics.json")
+    return setting_differences(saved, settings) if saved else {}
+
+
+def describe_changes(changes: dict) -> str:
+    return "; ".join(f"{name}: saved {old!r}, now {new!r}" for name, (old, new) in sorted(changes.items()))
+
+
+def changed_points_message(points: list[Point]) -> str:
+    """One line naming every changed point and its differences."""
+    listed = [
+        f"{p.name} ({describe_changes(saved_changes(Path(p.arguments['output_dir']), p.settings))})" for p in points
+    ]
+    return (
+        f"argument spec: {len(points)} points were run with other settings than the spec gives them now: "
+        f"{', '.join(listed)}; pass --rerun-changed to train them again from scratch (their results are replaced), "
+        "or restore the spec"
+    )
 
 
 def point_command(spec: SweepSpec, point: Point) -> list[str]:
     """The command that trains `point` from where its run folder stands."""
     config = Path(spec.output_root) / f"{point.name}.yaml"
-    state = point_state(Path(point.arguments["output_dir"]))
-    flag = {"resume": ["--resume"], "restart": ["--overwrite"]}.get(state, [])
+    state = point_state(Path(point.arguments["output_dir"]), point.settings)
+    flag = {"resume": ["--resume"], "restart": ["--overwrite"], "changed": ["--overwrite"]}.get(state, [])
     entry = ["accelerate", "launch", *map(str, spec.accelerate), "-m"] if spec.accelerate else [sys.executable, "-m"]
     return [*entry, "hf_icl.train", "--config", str(config), "--output-dir", point.arguments["output_dir"], *flag]
 
@@ -212,7 +243,7 @@ def point_command(spec: SweepSpec, point: Point) -> list[str]:
 def run_point(spec: SweepSpec, point: Point) -> dict:
     """Train one point (skipping a finished one); returns `{name, status, returncode, seconds}`. Any launcher."""
     root = Path(spec.output_root)
-    if point_state(Path(point.arguments["output_dir"])) == "finished":
+    if point_state(Path(point.arguments["output_dir"]), point.settings) == "finished":
         return {"name": point.name, "status": "finished before", "returncode": 0, "seconds": 0.0}
     root.mkdir(parents=True, exist_ok=True)
     arguments = {k: v for k, v in point.arguments.items() if k != "output_dir"}
@@ -270,13 +301,25 @@ def run_locally(spec: SweepSpec, points: list[Point], jobs: int) -> list[dict]:
         return list(pool.map(run, enumerate(points)))
 
 
-def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1) -> list[dict]:
+def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_changed: bool = False) -> list[dict]:
     """Check every point, then train the unfinished ones with `launcher` (`jobs` at a time when local).
 
-    Returns one result per point."""
+    Args:
+        rerun_changed: train the `changed` points again from scratch (else they are refused).
+
+    Returns:
+        One result per point.
+
+    Raises:
+        ValueError: changed points without `rerun_changed`, naming them and their differences.
+    """
     points = expand(spec)
     check_points(points)
-    pending = [p for p in points if point_state(Path(p.arguments["output_dir"])) != "finished"]
+    states = {p.name: point_state(Path(p.arguments["output_dir"]), p.settings) for p in points}
+    changed = [p for p in points if states[p.name] == "changed"]
+    if changed and not rerun_changed:
+        raise ValueError(changed_points_message(changed))
+    pending = [p for p in points if states[p.name] != "finished"]
     results = {p.name: {"name": p.name, "status": "finished before", "returncode": 0, "seconds": 0.0} for p in points}
     if launcher == "ray":
         done = run_with_ray(spec, pending)
@@ -294,6 +337,11 @@ def build_parser() -> CommandLineParser:
     parser.add_argument("--launcher", choices=LAUNCHERS, default="local", help="where the points run")
     parser.add_argument("--jobs", type=int, default=1, help="local launcher: points trained at the same time")
     parser.add_argument("--dry-run", action="store_true", help="print every point and its command, run nothing")
+    parser.add_argument(
+        "--rerun-changed",
+        action="store_true",
+        help="train again from scratch the points whose saved settings differ from the spec's (else refused)",
+    )
     add_import_argument(parser)
     return parser
 
@@ -323,11 +371,13 @@ def main(argv: list[str] | None = None) -> int:
             points = expand(spec)
             check_points(points)
             for point in points:
-                state = point_state(Path(point.arguments["output_dir"]))
+                state = point_state(Path(point.arguments["output_dir"]), point.settings)
+                if state == "changed":
+                    state += ": " + describe_changes(saved_changes(Path(point.arguments["output_dir"]), point.settings))
                 print(f"{point.name}  [{state}]\n    {' '.join(point_command(spec, point))}")
             print(f"{len(points)} points")
             return 0
-        results = run_sweep(spec, args.launcher, args.jobs)
+        results = run_sweep(spec, args.launcher, args.jobs, args.rerun_changed)
     except (ValueError, OSError) as err:
         parser.fail(err)
     print("\n| point | status | seconds |\n|---|---|---|")
