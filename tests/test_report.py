@@ -3,6 +3,7 @@ findings rated from fabricated run folders (controls, scale, selection on valida
 (--collect, --readme, clean failures) and the committed report, which must equal its regeneration."""
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -317,3 +318,63 @@ def test_a_report_built_from_more_runs_is_not_replaced_by_a_smaller_one(tmp_path
     assert (out / "REPORT.md").read_text() == before
     counts = report_main([str(tmp_path / "all" / "zoo" / "mamba"), "--output", str(out), "--allow-fewer-runs"])
     assert counts["runs"] == 1
+
+
+GARBAGE = {
+    "not_json": ("{oops", "not readable JSON (JSONDecodeError"),
+    "a_list": ("[1, 2]", "holds a list, not a mapping"),
+    "no_test": ('{"train": {"steps": 1}}', "test is missing, not a mapping"),
+    "test_list": ('{"train": {}, "test": [1]}', "test is a list, not a mapping"),
+    "config_list": ('{"train": {}, "test": {}, "run_config": [1]}', "run_config is a list, not a mapping"),
+    "model_text": ('{"train": {}, "test": {"model": "good"}}', "test.model is a str, not a mapping"),
+    "task_number": ('{"train": {}, "test": {}, "task": 3}', "task=3 is not a string"),
+    "an_eval": ('{"test": {}, "eval_config": {}}', "an evaluation's metrics"),
+}
+
+
+def garbage_runs(root: Path) -> list[str]:
+    for name, (text, _) in GARBAGE.items():
+        (root / name).mkdir(parents=True)
+        (root / name / "metrics.json").write_text(text)
+    return [str(root / name) for name in GARBAGE]
+
+
+def test_every_skipped_metrics_file_is_named_with_its_reason(tmp_path, capsys):
+    """Garbage metrics.json files were skipped without a word; a wrong-shaped one raised AttributeError."""
+    regbench(tmp_path / "runs" / "zoo" / "mamba", "mamba", 0.84, 0.37)
+    garbage_runs(tmp_path / "runs" / "zoo")
+    assert report_main([str(tmp_path / "runs"), "--output", str(tmp_path / "out")])["runs"] == 1
+    err = capsys.readouterr().err
+    for name, (_, reason) in GARBAGE.items():
+        line = next(line for line in err.splitlines() if f"{name}{os.sep}metrics.json" in line)
+        assert line.startswith("skipped ") and reason in line, line
+
+
+def test_only_garbage_never_replaces_a_report_nor_leaves_folders(tmp_path, capsys):
+    regbench(tmp_path / "runs" / "zoo" / "mamba", "mamba", 0.84, 0.37)
+    out = tmp_path / "out"
+    report_main([str(tmp_path / "runs"), "--output", str(out)])
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    garbage = garbage_runs(tmp_path / "garbage")
+    for output in (out, tmp_path / "fresh" / "report"):
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exit_info:  # even where fewer runs are allowed
+            report_main([*garbage, "--output", str(output), "--allow-fewer-runs"])
+        last = capsys.readouterr().err.strip().splitlines()[-1]
+        assert exit_info.value.code == 2 and "argument runs: no training run to report" in last, last
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert not (tmp_path / "fresh").exists()
+
+
+def test_a_report_that_fails_midway_leaves_no_empty_folders(tmp_path, monkeypatch):
+    import hf_icl.report.build as build
+
+    regbench(tmp_path / "runs" / "zoo" / "mamba", "mamba", 0.84, 0.37)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug in a figure")
+
+    monkeypatch.setattr(build, "write_pages", broken)
+    with pytest.raises(RuntimeError):
+        build_report([tmp_path / "runs"], tmp_path / "new" / "report", "cmd")
+    assert not (tmp_path / "new").exists()

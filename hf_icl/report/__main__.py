@@ -6,6 +6,10 @@ it, or `<experiment>/<run>_metrics.json`), rates each finding of the papers (`hf
 paper's setting) and writes `DIR/REPORT.md`, one page per paper (`DIR/P1.md` ...), `DIR/runs.md`, the same pages as
 HTML, and `DIR/report_figures/*.png`.
 
+Every metrics file that is not read (not JSON, an evaluation's, or of the wrong shape) is named on stderr with the
+reason. A report is never written from no runs, nor over a `REPORT.md` built from more runs than these arguments hold
+(unless `--allow-fewer-runs`).
+
 `--collect RUNS_DIR` first copies each run's metrics and `summary.md` (not its checkpoints) to
 `RUNS_DIR/<experiment>/<run>/`, then reports on everything in RUNS_DIR: that is how runs made under the ignored
 `outputs/` folder join the committed report. `--readme FILE` rewrites the findings table between the headline
@@ -19,11 +23,12 @@ from __future__ import annotations
 
 import re
 import shutil
+import sys
 from pathlib import Path
 
-from ..validation import CommandLineParser
+from ..validation import CommandLineParser, check_output_folder
 from .build import HEADLINE_END, HEADLINE_START, build_report
-from .runs import find_runs
+from .runs import find_runs, scan_runs
 
 
 def collect(run_paths: list[str], destination: Path) -> int:
@@ -62,8 +67,11 @@ def main(argv: list[str] | None = None) -> dict:
     parser = build_parser()
     args = parser.parse_args(argv)
     for flag, folder in (("--output", args.output), ("--collect", args.collect)):
-        if folder is not None and folder.exists() and not folder.is_dir():
-            parser.fail(f"argument {flag}: {str(folder)!r} is a file, not a folder")
+        if folder is not None:
+            try:
+                check_output_folder(folder, flag)
+            except ValueError as err:
+                parser.fail(err)
     if args.readme is not None:
         if not args.readme.is_file():
             parser.fail(f"argument --readme: {str(args.readme)!r} is not a file")
@@ -79,7 +87,13 @@ def main(argv: list[str] | None = None) -> dict:
             print(f"collected {collect(sources, args.collect)} runs into {args.collect}")
             sources = [str(args.collect)]
         before = runs_in_report(args.output / "REPORT.md")
-        found = len(find_runs(sources))
+        records, skipped = scan_runs(sources)
+        for file, reason in skipped:
+            print(f"skipped {file}: {reason}", file=sys.stderr)
+        found = len(records)
+        if not found:
+            parser.fail(f"argument runs: no training run to report in {', '.join(sources)}: every metrics file found "
+                        f"was skipped ({len(skipped)}, listed above); nothing was written")  # fmt: skip
         if before is not None and found < before and not args.allow_fewer_runs:
             parser.fail(f"argument --output: {args.output / 'REPORT.md'} was built from {before} runs and these "
                         f"arguments hold {found}: add --collect, or pass --allow-fewer-runs to replace it")  # fmt: skip

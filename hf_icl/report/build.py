@@ -215,8 +215,22 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
     """
     numbers = numbers or load_paper_numbers()
     output_dir = Path(output_dir)
-    (output_dir / FIGURES).mkdir(parents=True, exist_ok=True)
     records = find_runs(run_paths)
+    figures = output_dir / FIGURES
+    created = [folder for folder in (figures, *figures.parents) if not folder.exists()]  # innermost first
+    figures.mkdir(parents=True, exist_ok=True)
+    try:
+        return write_pages(records, output_dir, command, numbers, readme)
+    except BaseException:  # a failed report leaves none of the folders it made empty behind
+        for folder in created:
+            if folder.is_dir() and not any(folder.iterdir()):
+                folder.rmdir()
+        raise
+
+
+def write_pages(records: list[RunRecord], output_dir: Path, command: str, numbers: PaperNumbers,
+                readme: str | Path | None) -> dict:  # fmt: skip
+    """:func:`build_report`'s pages, figures and README block, from the runs read."""
     assessments = [assess(f, numbers, records) for f in numbers.findings]
     lines = number_lines(numbers, assessments, records)
     pages = {"REPORT": "summary", **{p: p for p in numbers.papers}, "runs": "runs"}

@@ -97,9 +97,18 @@ def model_config(metrics: dict) -> dict:
 
 
 def find_runs(paths: list[str | Path]) -> list[RunRecord]:
+    """Every training run at or below `paths` (:func:`scan_runs`, without the skipped files)."""
+    return scan_runs(paths)[0]
+
+
+def scan_runs(paths: list[str | Path]) -> tuple[list[RunRecord], list[tuple[Path, str]]]:
     """Every training run at or below `paths`: `<experiment>/<run>/metrics.json` (a run folder) or
-    `<experiment>/<run>_metrics.json` (a copied record). Experiments are named by their folder relative to the
-    deepest folder common to all runs.
+    `<experiment>/<run>_metrics.json` (a copied record), and every metrics file that is not one, with the reason.
+    Experiments are named by their folder relative to the deepest folder common to all runs.
+
+    Returns:
+        `(records, skipped)`: skipped lists `(file, reason)`: not JSON, not a training run (an evaluation's
+        metrics), or a training run's file of the wrong shape (:func:`shape_problem`).
 
     Raises:
         FileNotFoundError: a path holds no metrics file.
@@ -111,16 +120,22 @@ def find_runs(paths: list[str | Path]) -> list[RunRecord]:
         if not found:
             raise FileNotFoundError(f"{path}: no metrics.json here or below")
         files.extend(found)
-    places = {f.resolve(): _place(f.resolve()) for f in files if _is_run(f)}
-    if not places:
-        return []
+    read, skipped = {}, []
+    for file in dict.fromkeys(f.resolve() for f in files):
+        metrics, problem = read_metrics(file)
+        if problem is None:
+            read[file] = metrics
+        else:
+            skipped.append((file, problem))
+    if not read:
+        return [], skipped
+    places = {file: _place(file) for file in read}
     common = Path(os.path.commonpath([folder for folder, _ in places.values()]))
     records = []
     for file, (folder, name) in sorted(places.items()):
-        metrics = json.loads(file.read_text(encoding="utf-8"))
         experiment = str(folder.relative_to(common)) if folder != common else common.name
-        records.append(RunRecord(file, experiment, name, metrics, model_config(metrics)))
-    return records
+        records.append(RunRecord(file, experiment, name, read[file], model_config(read[file])))
+    return records, skipped
 
 
 def _place(file: Path) -> tuple[Path, str]:
@@ -130,12 +145,42 @@ def _place(file: Path) -> tuple[Path, str]:
     return file.parent, file.name[: -len("_metrics.json")]
 
 
-def _is_run(file: Path) -> bool:
-    """Training runs only (`python -m hf_icl.evaluate` folders have no `train`)."""
+MAPPINGS = ("train", "test", "run_config", "validation")
+"""Top-level keys of a training run's `metrics.json` that hold mappings (`train` and `test` always)."""
+TEXTS = ("task", "task_family", "architecture", "preset")
+
+
+def read_metrics(file: Path) -> tuple[dict | None, str | None]:
+    """`(metrics, None)` for a training run's metrics file, else `(None, why it is skipped)`."""
     try:
-        return "train" in json.loads(file.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
-        return False
+        metrics = json.loads(file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        return None, f"not readable JSON ({type(err).__name__}: {' '.join(str(err).split())[:100]})"
+    if isinstance(metrics, dict) and "train" not in metrics and isinstance(metrics.get("eval_config"), dict):
+        return None, "an evaluation's metrics (python -m hf_icl.evaluate), not a training run"
+    problem = shape_problem(metrics)
+    return (None, problem) if problem else (metrics, None)
+
+
+def shape_problem(metrics) -> str | None:
+    """What makes `metrics` no training run's `metrics.json` as the report reads it, or `None`."""
+    if not isinstance(metrics, dict):
+        return f"holds a {type(metrics).__name__}, not a mapping"
+    for key in MAPPINGS:
+        if key in metrics or key in ("train", "test"):
+            value = metrics.get(key)
+            if not isinstance(value, dict):
+                return f"{key} is {'missing' if key not in metrics else 'a ' + type(value).__name__}, not a mapping"
+    model = metrics["test"].get("model", {})
+    if not isinstance(model, dict):
+        return f"test.model is a {type(model).__name__}, not a mapping"
+    for key in TEXTS:
+        if metrics.get(key) is not None and not isinstance(metrics[key], str):
+            return f"{key}={metrics[key]!r} is not a string"
+    parameters = metrics.get("num_parameters", 0)
+    if not isinstance(parameters, int) or isinstance(parameters, bool):
+        return f"num_parameters={parameters!r} is not an integer"
+    return None
 
 
 @dataclass
