@@ -157,3 +157,12 @@ def test_a_config_files_task_options_keep_the_familys_others(tmp_path):
     from_config = parse_args([*BASE, "--config", str(config)])
     from_flags = parse_args([*BASE, "--task", "linear_regression", "--task-option", "n_test=8"])
     assert from_config.task_options == from_flags.task_options == {"n_dims": 5, "n_points": 11, "n_test": 8}
+
+
+def test_the_command_lines_choice_of_a_pair_beats_the_other_one_from_the_config(tmp_path):
+    """A --config file's warmup_ratio with --warmup-steps on the command line was refused as "the command line gives
+    both" (found by the combination fuzz test)."""
+    config = tmp_path / "ratio.yaml"
+    config.write_text(yaml.safe_dump({"warmup_ratio": 0.05, "epochs": 2}))
+    args = parse_args([*BASE, "--config", str(config), "--warmup-steps", "1", "--max-steps", "9"])
+    assert (args.warmup_steps, args.max_steps, args.warmup_ratio, args.epochs) == (1, 9, 0.05, 2)

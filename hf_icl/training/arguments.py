@@ -377,7 +377,8 @@ def parse_run(argv: list[str] | None = None) -> ParsedRun:
     move_legacy_task_options(given, layers)
     defaults = merge_layers(task_layers(given.get("task", RunArguments.task), given.get("task_preset")),
                             base=defaults_of())  # fmt: skip
-    args = RunArguments(**with_relative_min_lr(merge_layers([("given", given)], base=defaults), defaults, given))
+    values = merge_layers([("given", given)], base=defaults, conflicts=False)
+    args = RunArguments(**with_relative_min_lr(values, defaults, given))
     changes: dict = {}
     if args.resume:
         args, changes = resume_settings(args, given)
@@ -424,12 +425,13 @@ MERGED_FIELDS = ("overrides", "task_options", "aux_loss_weights")
 """Mapping fields merged key by key across layers (a `--config` file's `task_options` keep the family's others)."""
 
 
-def merge_layers(layers: list[tuple[str, dict]], base: dict | None = None) -> dict:
+def merge_layers(layers: list[tuple[str, dict]], base: dict | None = None, conflicts: bool = True) -> dict:
     """The run-argument values of `layers` (lowest first) on top of `base`.
 
     A later layer's value replaces an earlier one's, except: mapping fields (:data:`MERGED_FIELDS`) merge key by
     key, `imports` add up, and a layer giving one of a pair of :data:`SUPERSEDES` unsets the other of the layers
-    below.
+    below. `conflicts=False` merges layers merged already, where both fields of a pair may come from different
+    layers with the higher one's choice made (the other unset, or deciding nothing).
 
     Raises:
         ValueError: one layer gives both fields of a :data:`SUPERSEDES` pair, naming both.
@@ -437,7 +439,7 @@ def merge_layers(layers: list[tuple[str, dict]], base: dict | None = None) -> di
     merged = copy.deepcopy(base or {})
     for label, layer in layers:
         for first, (second, what) in SUPERSEDES.items():
-            if layer.get(first) is not None and second in layer:
+            if conflicts and layer.get(first) is not None and second in layer:
                 flags = flag_of_field(first), flag_of_field(second)
                 both = f"{first}={layer[first]!r} ({flags[0]}) and {second}={layer[second]!r} ({flags[1]})"
                 where = "--config: the file" if label == "--config" else f"{flags[0]}: the command line"
@@ -487,7 +489,7 @@ preset's values are the saved run's already, and the parameter groups of the sav
 BOOKKEEPING_FIELDS: tuple[str, ...] = (
     "output_dir", "resume", "overwrite", "allow_changed_settings", "threads", "report_to", "push_to_hub", "imports",
     "log_every", "checkpoint_every", "keep_checkpoints", "eval_batch_size", "eval_every",
-)
+)  # fmt: skip
 """Run arguments that do not change what is trained: a resume takes them as given, without a word."""
 
 
@@ -537,7 +539,7 @@ def resume_settings(args: RunArguments, given: dict) -> tuple[RunArguments, dict
     if legacy and saved.get("task") in list_tasks():  # saved before they became task options
         saved["task_options"] = run_task_options(saved["task"], saved.get("task_options") or {}, legacy)
     base = {**defaults_of(), **saved}
-    values = with_relative_min_lr(merge_layers([("given", given)], base=base), base, given)
+    values = with_relative_min_lr(merge_layers([("given", given)], base=base, conflicts=False), base, given)
     resumed = RunArguments(**{**values, "output_dir": str(folder), "resume": True})
     changes = setting_differences(saved, resumed.to_dict())
     listed = "; ".join(f"{name}: saved {old!r}, now {new!r}" for name, (old, new) in sorted(changes.items()))
