@@ -424,3 +424,154 @@ def test_bad_value_exits_2_with_one_line_and_touches_nothing(name, flag, data):
     assert any(n.lower() in lines[0].lower() for n in named), lines[0]
     assert "Traceback" not in outcome.err
     assert snapshot(folder) == before
+
+
+# ---- combinations: several options at once, on the command line and in a --config file ---------------------------
+
+VALID_FLAGS = {
+    "--lr": ["0.01", "1e-05"], "--min-lr": ["0", "1e-06"], "--epochs": ["1", "0.5"], "--max-steps": ["3"],
+    "--warmup-steps": ["1"], "--warmup-ratio": ["0.05"], "--seed": ["3"], "--batch-size": ["4"],
+    "--lr-schedule": ["constant", "cosine", "wsd"], "--weight-decay": ["0"], "--preset": ["tiny"],
+    "--architecture": ["lstm", "gla"], "--task-option": ["n_test=4"], "--grad-clip": ["0.5"],
+    "--task-preset": sorted(family_of("regbench").presets),
+}  # fmt: skip
+"""Valid values of some of train.py's options, some of which conflict with each other (`--epochs` and
+`--max-steps`, `--warmup-steps` and `--warmup-ratio`, `--min-lr` above `--lr`)."""
+
+
+def config_entries(valid: bool) -> st.SearchStrategy[dict]:
+    """A `--config` file's fields: valid values of :data:`VALID_FLAGS`, or one bad field (out of range, of the wrong
+    type, or unknown)."""
+    if valid:
+        flags = st.sampled_from(sorted(set(VALID_FLAGS) - {"--task-option"}))
+        return flags.flatmap(lambda flag: st.sampled_from(VALID_FLAGS[flag]).map(
+            lambda text: {build_parser_dest(flag): as_value(text)}))  # fmt: skip
+    fields = {name for name in RunArguments.__annotations__}
+    out_of_range = st.sampled_from(sorted(RUN_LIMITS)).flatmap(
+        lambda name: outside(RUN_LIMITS[name], text=False).map(lambda value: {name: yaml.safe_load(value)})
+    )
+    wrong_type = st.sampled_from(sorted(fields)).map(lambda name: {name: {"a": [1, 2]}})
+    unknown = IDENTIFIER.filter(lambda k: k not in fields).map(lambda k: {k: 1})
+    return st.one_of(out_of_range, wrong_type, unknown)
+
+
+def as_value(text: str):
+    """A command-line value as a `--config` file holds it (PyYAML reads `1e-05` as text: the number is written)."""
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def build_parser_dest(flag: str) -> str:
+    return next(a.dest for a in build_parser()._actions if flag in a.option_strings)
+
+
+@st.composite
+def train_combinations(draw) -> tuple[list[str], set[str]]:
+    """`(argv, names)`: one to three bad values and up to three valid ones, each on the command line or in one
+    `--config` file, in any order; `names` are the options the refusal may name (any option given)."""
+    strategies = strategies_of("train.py")
+    bad = draw(st.lists(st.sampled_from(sorted(strategies)), min_size=1, max_size=3, unique=True), label="bad")
+    others = sorted(set(VALID_FLAGS) - set(bad))  # a valid value after a bad one of the same flag would replace it
+    valid = draw(st.lists(st.sampled_from(others), max_size=3, unique=True), label="valid")
+    options = [(flag, draw(strategies[flag], label=flag)) for flag in bad]
+    options += [(flag, draw(st.sampled_from(VALID_FLAGS[flag]), label=flag)) for flag in valid]
+    options = draw(st.permutations(options), label="order")
+    config: dict = {}
+    entries = [] if "--config" in bad else draw(st.lists(st.booleans(), min_size=3, max_size=3), label="in config")
+    for in_config in entries:  # (a second --config would replace a bad one)
+        if in_config:
+            config.update(draw(config_entries(valid=draw(st.booleans(), label="valid entry")), label="entry"))
+    argv = [f"{flag}={value}" for flag, value in options]
+    if config:
+        at = draw(st.integers(0, len(argv)), label="--config at")
+        argv.insert(at, f"--config={yaml_file(yaml.safe_dump(config))}")
+    names = {flag for flag, _ in options} | ({"--config"} if config else set())
+    return argv, names
+
+
+@FUZZ
+@given(combination=train_combinations())
+def test_bad_option_combinations_exit_2_with_one_line_and_touch_nothing(combination):
+    """Several options at once, some in a --config file: any bad value (or two given options that conflict) ends in
+    status 2 and one line that names an option given, before the run folder is touched."""
+    argv, names = combination
+    entry, base, folder = command("train.py")
+    before = snapshot(folder)
+    outcome = call(entry, [*base, *argv])
+    assert outcome.escaped is None, outcome.escaped
+    lines = outcome.err.strip("\n").split("\n")
+    assert outcome.status == 2 and len(lines) == 1, (argv, outcome.status, outcome.err[-2000:])
+    named = {form for flag in names for form in (flag, flag.lstrip("-").replace("-", "_"))}
+    assert any(name.lower() in lines[0].lower() for name in named), (argv, lines[0])
+    assert "Traceback" not in outcome.err
+    assert snapshot(folder) == before
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+@FUZZ
+@given(data=st.data())
+def test_two_bad_values_at_once_exit_2_naming_one(name, data):
+    keys = data.draw(st.lists(st.sampled_from(sorted(strategies_of(name))), min_size=2, max_size=2, unique=True))
+    entry, argv, folder = command(name)
+    for key in keys:
+        argv = with_bad_value(name, argv, key, data.draw(strategies_of(name)[key], label=key))
+    before = snapshot(folder)
+    outcome = call(entry, argv)
+    assert outcome.escaped is None, outcome.escaped
+    lines = outcome.err.strip("\n").split("\n")
+    assert outcome.status == 2 and len(lines) == 1, (argv, outcome.status, outcome.err[-2000:])
+    named = {form for key in keys for form in (key, key.lstrip("-").replace("-", "_"))}
+    assert any(n.lower() in lines[0].lower() for n in named), (keys, lines[0])
+    assert snapshot(folder) == before
+
+
+@st.composite
+def valid_layers(draw) -> tuple[dict, dict]:
+    """`(config file fields, command-line fields)`: valid values of :data:`VALID_FLAGS` that do not conflict within
+    one layer."""
+    layers = []
+    for _ in range(2):
+        choices = sorted(set(VALID_FLAGS) - {"--task-option", "--architecture"})  # task presets name sizes of theirs
+        flags = draw(st.lists(st.sampled_from(choices), max_size=4, unique=True))
+        values = {build_parser_dest(flag): as_value(draw(st.sampled_from(VALID_FLAGS[flag]))) for flag in flags}
+        for first, second in (("max_steps", "epochs"), ("warmup_steps", "warmup_ratio")):
+            if first in values and second in values:
+                del values[second]
+        layers.append(values)
+    return layers[0], layers[1]
+
+
+@FUZZ
+@given(layers=valid_layers())
+def test_valid_combinations_resolve_by_precedence(layers):
+    """The command line beats the --config file, which beats the task's defaults and presets; min_lr follows the
+    lr given; of `max_steps` and `epochs` (`warmup_steps` and `warmup_ratio`) the one given in the higher layer
+    decides."""
+    from hf_icl.training.arguments import parse_args
+
+    config, line = layers
+
+    def parsed(config: dict, line: dict):
+        argv = ["--report-to=none", f"--config={yaml_file(yaml.safe_dump(config))}"]
+        return parse_args([*argv, *(f"{flag_of_field(name)}={value}" for name, value in line.items())])
+
+    merged = {**config, **line}
+    try:
+        args = parsed(config, line)
+    except ValueError as err:  # only a final rate given above the peak one is refused
+        without = parsed(*({k: v for k, v in layer.items() if k != "min_lr"} for layer in (config, line)))
+        assert "argument --min-lr" in str(err) and merged["min_lr"] > without.lr, str(err)
+        return
+    superseded = set()
+    for first, second in (("max_steps", "epochs"), ("warmup_steps", "warmup_ratio")):
+        if second in line and first not in line or second in config and first not in merged:
+            superseded.add(first)
+    for name, value in merged.items():
+        expected = None if name in superseded else value
+        assert getattr(args, name) == expected, (name, getattr(args, name), expected)
+    if "lr" in merged and "min_lr" not in merged:
+        assert args.min_lr < args.lr
