@@ -108,12 +108,14 @@ def test_analysis_output_that_cannot_be_created(command, regbench_checkpoint, tm
 # ---- the Python API -------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("value", [0, -1])
 @pytest.mark.parametrize("field", ["num_attention_heads", "hidden_size"])
-@pytest.mark.parametrize("architecture", ["transformer", "gla", "mamba"])
-def test_config_sizes_of_zero_name_the_field(architecture, field):
-    """`num_attention_heads=0` gave ZeroDivisionError (a mixer field derived from it)."""
-    with pytest.raises(ValueError, match=rf"{field}=0 is not allowed: expected an integer >= 1"):
-        hf_icl.config_for(architecture, "tiny", **{field: 0})
+@pytest.mark.parametrize("architecture", hf_icl.list_architectures())
+def test_config_sizes_below_one_name_the_field(architecture, field, value):
+    """The sizes are checked before the mixer fields derived from them: `num_attention_heads=-1` was refused as
+    `num_masked_heads=0 must be in [0, -1]`, Mamba's `hidden_size=0` as `dt_rank=0 is not allowed`."""
+    with pytest.raises(ValueError, match=rf"^{field}={value} is not allowed: expected an integer >= 1"):
+        hf_icl.config_for(architecture, "tiny", **{field: value})
 
 
 @pytest.fixture(scope="module", params=["transformer", "mamba"])
