@@ -243,7 +243,8 @@ def test_resume_without_a_loadable_checkpoint_is_a_clear_error(finished_run, tmp
     [
         (["--architecture", "mamba"], ["argument --resume", "architecture: saved 'transformer', now 'mamba'"]),
         (["--preset", "small", "--n-train", "50"], ["preset: saved 'tiny', now 'small'", "n_train: saved 100"]),
-        (["--max-steps", "2"], ["argument --max-steps", "below step 6"]),
+        (["--max-steps", "2"], ["argument --resume", "max_steps: saved 6, now 2", "--allow-changed-settings"]),
+        (["--max-steps", "2", "--allow-changed-settings"], ["argument --max-steps", "below step 6"]),
     ],
 )
 def test_resume_with_other_settings_is_refused(finished_run, argv, fragments, tmp_path):
