@@ -378,3 +378,12 @@ def test_a_report_that_fails_midway_leaves_no_empty_folders(tmp_path, monkeypatc
     with pytest.raises(RuntimeError):
         build_report([tmp_path / "runs"], tmp_path / "new" / "report", "cmd")
     assert not (tmp_path / "new").exists()
+
+
+def test_collect_names_the_files_it_does_not_copy(tmp_path, capsys):
+    regbench(tmp_path / "outputs" / "zoo" / "mamba", "mamba", 0.84, 0.37)
+    garbage_runs(tmp_path / "outputs" / "zoo")
+    argv = [str(tmp_path / "outputs"), "--output", str(tmp_path / "out"), "--collect", str(tmp_path / "committed")]
+    assert report_main(argv)["runs"] == 1
+    skipped = [line for line in capsys.readouterr().err.splitlines() if line.startswith("skipped ")]
+    assert len(skipped) == len(GARBAGE) and all(str(tmp_path / "outputs") in line for line in skipped)

@@ -52,6 +52,14 @@ def runs_in_report(path: Path) -> int | None:
     return int(found.group(1)) if found else None
 
 
+def name_skipped(skipped: list[tuple[Path, str]], named: set | None = None) -> set:
+    """Print `skipped <file>: <reason>` on stderr for every skipped metrics file not `named` before; returns them."""
+    for file, reason in skipped:
+        if file not in (named or set()):
+            print(f"skipped {file}: {reason}", file=sys.stderr)
+    return {file for file, _ in skipped}
+
+
 def build_parser() -> CommandLineParser:
     parser = CommandLineParser(prog="python -m hf_icl.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="run folders, or folders holding run folders at any depth")
@@ -83,13 +91,14 @@ def main(argv: list[str] | None = None) -> dict:
         parser.fail(f"argument runs: {missing[0]}: no metrics.json here or below (it does not exist)")
     try:
         sources = [str(p) for p in args.runs]
+        named = set()
         if args.collect:
+            named = name_skipped(scan_runs(sources)[1])  # not copied
             print(f"collected {collect(sources, args.collect)} runs into {args.collect}")
             sources = [str(args.collect)]
         before = runs_in_report(args.output / "REPORT.md")
         records, skipped = scan_runs(sources)
-        for file, reason in skipped:
-            print(f"skipped {file}: {reason}", file=sys.stderr)
+        name_skipped(skipped, named)
         found = len(records)
         if not found:
             parser.fail(f"argument runs: no training run to report in {', '.join(sources)}: every metrics file found "
