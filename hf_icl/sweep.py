@@ -56,7 +56,14 @@ from pathlib import Path
 import yaml
 
 from .plugins import add_import_argument, preload
-from .training.arguments import RunArguments, load_yaml_config, parse_args, parse_ngram_heads, setting_differences
+from .training.arguments import (
+    RunArguments,
+    load_yaml_config,
+    parse_args,
+    parse_ngram_heads,
+    read_yaml,
+    setting_differences,
+)
 from .training.checkpoints import latest_checkpoint, saved_run_config
 from .validation import POSITIVE_INT, CommandLineParser, check_field_values, check_limits, naming
 
@@ -95,7 +102,7 @@ def load_spec(path: str | Path) -> SweepSpec:
     if not Path(path).is_file():
         raise ValueError(f"argument spec: {str(path)!r} is not a file")
     try:
-        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+        raw = read_yaml(Path(path).read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ValueError(f"argument spec: {str(path)!r} is not valid YAML ({err})") from None
     if not isinstance(raw, dict):

@@ -166,3 +166,11 @@ def test_the_command_lines_choice_of_a_pair_beats_the_other_one_from_the_config(
     config.write_text(yaml.safe_dump({"warmup_ratio": 0.05, "epochs": 2}))
     args = parse_args([*BASE, "--config", str(config), "--warmup-steps", "1", "--max-steps", "9"])
     assert (args.warmup_steps, args.max_steps, args.warmup_ratio, args.epochs) == (1, 9, 0.05, 2)
+
+
+def test_a_config_file_may_write_numbers_in_exponent_notation(tmp_path):
+    """PyYAML reads `1e-5` as text (YAML 1.1): a valid `lr: 1e-5` was refused as "expected a finite number"."""
+    config = tmp_path / "run.yaml"
+    config.write_text("lr: 1e-5\nmin_lr: 1E-7\nwarmup_start_lr: 0\ntask_preset: paper\n")
+    args = parse_args([*BASE, "--config", str(config)])
+    assert (args.lr, args.min_lr, args.warmup_start_lr) == (1e-5, 1e-7, 0)

@@ -6,6 +6,7 @@ import argparse
 import copy
 import functools
 import json
+import re
 import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -587,12 +588,29 @@ def task_layers(task: str, preset: str | None) -> list[tuple[str, dict]]:
     return layers
 
 
+class ConfigLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, reading exponent notation without a dot (`lr: 1e-5`) as the number YAML 1.2 makes it;
+    PyYAML's YAML 1.1 rules read it as text, which the run arguments then refused as not a number."""
+
+
+ConfigLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789."),
+)
+
+
+def read_yaml(text: str):
+    """`yaml.safe_load` with :class:`ConfigLoader` (a `--config` file, a sweep spec)."""
+    return yaml.load(text, Loader=ConfigLoader)  # a SafeLoader: no arbitrary objects
+
+
 def load_yaml_config(path: Path) -> dict:
     """The `RunArguments` fields of a YAML file, type-checked; errors name `--config`, the field and the value."""
     if not path.is_file():
         raise ValueError(f"argument --config: {str(path)!r} is not a file")
     try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+        values = read_yaml(path.read_text(encoding="utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ValueError(f"argument --config: {str(path)!r} is not valid YAML ({err})") from None
     values = {} if values is None else values
