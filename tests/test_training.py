@@ -132,7 +132,7 @@ def test_two_process_ddp_ends_with_identical_weights(tmp_path):
         (["--override", "hidden_siz=3"], "config field 'hidden_siz' is not a field"),
         (["--task-option", "n_states=3"], "argument --task-option: 'n_states' is not one of"),
         (["--batch-size", "0"], "argument --batch-size: batch_size=0 is not allowed: expected an integer >= 1"),
-        (["--report-to", "wandb"], "invalid choice: 'wandb'"),
+        (["--report-to", "mlflow"], "invalid choice: 'mlflow'"),
         (["--batching", "random"], "argument --batching: invalid choice: 'random'"),
         (["--task", "parity_check", "--augment"], "--augment: task 'parity_check' declares no"),
     ],
