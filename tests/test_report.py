@@ -207,6 +207,25 @@ def test_without_validation_numbers_settings_are_never_picked_on_test(tmp_path):
     assert result.verdict == "reproduced" and "2 settings without validation numbers agree" in result.lines[0].where
 
 
+def test_lengths_beyond_training_are_selected_on_the_in_range_validation_accuracy(tmp_path):
+    """Validation holds the training lengths only: copy settings are chosen on its string accuracy, never on the
+    test's beyond-range number."""
+
+    def hard_alibi(name, in_range, beyond, validation, masked):
+        overrides = {"position_embedding": "hard_alibi", "num_attention_heads": 8, "num_masked_heads": masked}
+        copy_run(tmp_path / "copy" / name, "transformer", in_range, beyond, overrides=overrides,
+                 validation={"string_accuracy": validation})  # fmt: skip
+
+    hard_alibi("m2", 0.97, 0.05, 0.90, masked=2)
+    hard_alibi("m4", 0.98, 0.77, 0.99, masked=4)
+    result = rate("p4-hard-alibi-beyond", tmp_path)
+    assert "m4" in result.lines[0].where and "best validation string_accuracy of 2 settings" in result.lines[0].where
+    assert result.lines[0].ours == "0.770"
+    hard_alibi("m6", 0.96, 0.02, 0.995, masked=6)  # best on validation, worst beyond the training lengths
+    result = rate("p4-hard-alibi-beyond", tmp_path)
+    assert "m6" in result.lines[0].where and result.lines[0].ours == "0.020"
+
+
 def test_a_longer_run_of_the_same_model_supersedes_a_shorter_one(tmp_path):
     regbench(tmp_path / "short" / "mamba", "mamba", 0.60, 0.55, steps=1000)
     regbench(tmp_path / "long" / "mamba", "mamba", 0.84, 0.37, steps=3000)

@@ -120,6 +120,10 @@ def select(entry: Entry, candidates: list[Setting], metric: str | None = None, b
     shorter = [s for s in at_paper or candidates if s not in pool]
     scored = [(s, s.value(f"validation.{metric}", entry.statistic)) for s in pool]
     scored = [(s, v) for s, v in scored if v is not None]
+    if not scored and entry.select_on:  # the metric has no validation counterpart: select on the declared one
+        metric, better = entry.select_on, "higher"
+        scored = [(s, s.value(f"validation.{metric}", entry.statistic)) for s in pool]
+        scored = [(s, v) for s, v in scored if v is not None]
     if scored:
         best = (max if better == "higher" else min)(scored, key=lambda sv: sv[1])[0]
         rest = len(pool) - len(scored)

@@ -19,7 +19,7 @@ REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED = "reproduced", "direction only", "no
 INCONCLUSIVE, NOT_RUN = "inconclusive", "not run"
 VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
 MARKS = {REPRODUCED: "✔", DIRECTION_ONLY: "↗", NOT_REPRODUCED: "✘", INCONCLUSIVE: "?", NOT_RUN: "·"}
-SETTINGS = ("metric", "better", "tolerance", "scale", "reference", "statistic", "unit", "setting", "proxy")
+SETTINGS = ("metric", "better", "tolerance", "scale", "reference", "statistic", "unit", "setting", "proxy", "select_on")
 OUTCOMES = {"✓": "succeeds", "✗": "fails", "▲": "gap"}
 KINDS = ("value", "outcome", "contrast")
 
@@ -65,6 +65,9 @@ class Entry:
         better, tolerance, scale, reference, statistic: see paper_numbers.yaml.
         setting: the paper's setting, `[{path, paper, label, default}]`; a run below it on any item is scaled.
         proxy: a substitution that makes every run scaled (another corpus), or `None`.
+        select_on: the validation path (higher is better) that selects among settings where `metric` has no
+            validation value (accuracy beyond the training lengths: the validation split holds training lengths
+            only), or `None` (select on `metric` itself).
     """
 
     id: str
@@ -84,6 +87,7 @@ class Entry:
     statistic: str = "mean"
     setting: tuple = ()
     proxy: str | None = None
+    select_on: str | None = None
 
     @property
     def outcome(self) -> bool:
