@@ -118,12 +118,10 @@ def select(entry: Entry, candidates: list[Setting], metric: str | None = None, b
     at_paper = [s for s in candidates if not s.scale(entry)]
     pool = longest(at_paper or candidates)
     shorter = [s for s in at_paper or candidates if s not in pool]
-    scored = [(s, s.value(f"validation.{metric}", entry.statistic)) for s in pool]
-    scored = [(s, v) for s, v in scored if v is not None]
+    scored = validation_scores(pool, metric, entry.statistic)
     if not scored and entry.select_on:  # the metric has no validation counterpart: select on the declared one
         metric, better = entry.select_on, "higher"
-        scored = [(s, s.value(f"validation.{metric}", entry.statistic)) for s in pool]
-        scored = [(s, v) for s, v in scored if v is not None]
+        scored = validation_scores(pool, metric, entry.statistic)
     if scored:
         best = (max if better == "higher" else min)(scored, key=lambda sv: sv[1])[0]
         rest = len(pool) - len(scored)
@@ -132,6 +130,12 @@ def select(entry: Entry, candidates: list[Setting], metric: str | None = None, b
     if len(pool) == 1:
         return Pick(pool[0], "the only setting", pool, shorter)
     return Pick(None, NOT_SELECTED, pool, shorter)
+
+
+def validation_scores(settings: list[Setting], metric: str, statistic: str) -> list[tuple[Setting, float]]:
+    """`(setting, its validation value of metric)` for the settings that have one."""
+    scored = [(s, s.value(f"validation.{metric}", statistic)) for s in settings]
+    return [(s, v) for s, v in scored if v is not None]
 
 
 def longest(settings: list[Setting]) -> list[Setting]:
