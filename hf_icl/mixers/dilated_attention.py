@@ -19,7 +19,7 @@ from torch import nn
 from transformers import initialization as init
 
 from .ops.heads import FusedQKVMixer
-from .registry import ConfigField, int_at_least, register_mixer
+from .registry import ConfigField, int_at_least, one_of, register_mixer
 
 
 def dilated_key_indices(query_len: int, key_len: int, chunk_size: int, dilation: int, device):
@@ -43,14 +43,21 @@ CHUNK_SIZE = ConfigField(
     "dilated_attention_chunk_size", 2, "C of sliding-dilated attention (RegularGPT): C keys per query, dilation C^l",
     check=int_at_least(2), former_names=("chunk_size",),
 )  # fmt: skip
+MISSING_KEYS = ConfigField(
+    "dilated_attention_missing_keys", "mask",
+    "keys before the sequence start and padding keys: `zero` (zero key and value kept in the softmax, as P2 pads) or "
+    "`mask` (left out)",
+    check=one_of("zero", "mask"),
+)  # fmt: skip
 
 
-@register_mixer("dilated_attention", config_fields=(CHUNK_SIZE,))
+@register_mixer("dilated_attention", config_fields=(CHUNK_SIZE, MISSING_KEYS))
 class SlidingDilatedAttention(FusedQKVMixer):
     """Multi-head sliding-dilated attention with per-head offset biases r (P2 eq. (1)).
 
     Args:
-        config: an `ICLConfig` with `dilated_attention_chunk_size` (C); uses hidden_size, num_attention_heads, use_bias.
+        config: an `ICLConfig` with `dilated_attention_chunk_size` (C) and `dilated_attention_missing_keys`; uses
+            hidden_size, num_attention_heads, use_bias.
         layer_idx (`int`): index of the shared block this mixer belongs to.
     """
 
@@ -60,6 +67,7 @@ class SlidingDilatedAttention(FusedQKVMixer):
     def __init__(self, config, layer_idx: int):
         super().__init__(config, layer_idx)
         self.chunk_size = config.dilated_attention_chunk_size  # C
+        self.zero_missing_keys = config.dilated_attention_missing_keys == "zero"
         self.offset_bias = nn.Parameter(torch.zeros(config.num_attention_heads, self.chunk_size))  # r_{h,j}
 
     def state_size(self) -> int | None:
@@ -95,17 +103,22 @@ class SlidingDilatedAttention(FusedQKVMixer):
             state.set("key", key)
             state.set("value", value)
         index, exists = dilated_key_indices(length, key.shape[2], self.chunk_size, dilation, key.device)  # (T, C)
+        present = exists[None, None]  # (1, 1, T, C)
+        if attention_mask is not None:
+            present = present & attention_mask[:, -key.shape[2] :].bool()[:, index][:, None]  # (B, 1, T, C)
+            present = present | (torch.arange(self.chunk_size, device=key.device) == 0)  # the token itself
         keys = key[:, :, index]  # (B, H, T, C, D)
         values = value[:, :, index]  # (B, H, T, C, D)
+        if self.zero_missing_keys:  # an empty partner: zero key and value, kept in the softmax
+            keys = keys.masked_fill(~present[..., None], 0.0)
+            values = values.masked_fill(~present[..., None], 0.0)
         scores = torch.einsum("bhtd,bhtcd->bhtc", query, keys) * self.head_dim**-0.5
         scores = scores + self.offset_bias[None, :, None, :]  # r_{h,j}
-        allowed = exists[None, None]  # (1, 1, T, C)
-        if attention_mask is not None:
-            allowed = allowed & attention_mask[:, -key.shape[2] :].bool()[:, index][:, None]  # (B, 1, T, C)
-            allowed = allowed | (torch.arange(self.chunk_size, device=key.device) == 0)  # the token itself
-        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        if not self.zero_missing_keys:
+            scores = scores.masked_fill(~present, torch.finfo(scores.dtype).min)
         probs = torch.softmax(scores.float(), dim=-1).to(value.dtype)  # (B, H, T, C)
         out = torch.einsum("bhtc,bhtcd->bthd", probs, values)  # (B, T, H, D)
         if recorder is not None and recorder.output_attentions:
-            recorder.add_attention(dense_attention_map(probs, index, key.shape[2]))  # (B, H, T, S)
+            weights = probs.masked_fill(~present, 0.0)  # a missing key's weight multiplies a zero value
+            recorder.add_attention(dense_attention_map(weights, index, key.shape[2]))  # (B, H, T, S)
         return self.merge_heads(out)  # (B, T, d)

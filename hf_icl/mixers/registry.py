@@ -46,6 +46,16 @@ def int_at_least(minimum: int) -> Callable[[str, Any], None]:
     return check
 
 
+def one_of(*allowed) -> Callable[[str, Any], None]:
+    """Check for a `ConfigField`: one of `allowed`."""
+
+    def check(field: str, value) -> None:
+        if value not in allowed:
+            raise ValueError(f"{field}={value!r} is not allowed: expected one of {', '.join(map(repr, allowed))}")
+
+    return check
+
+
 def non_negative_int(field: str, value) -> None:
     """Check for a `ConfigField`: an integer ≥ 0."""
     int_at_least(0)(field, value)

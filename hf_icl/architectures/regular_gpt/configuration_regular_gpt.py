@@ -18,7 +18,9 @@ class ICLRegularGPTConfig(ICLConfig):
     which in-context regression's prefix property needs; ⌈log_C T_max⌉ levels cover inputs up to T_max).
     Positions enter only through the learned offset biases r (no position embedding).
     Presets `tiny`/`small`/`base` match the Transformer presets' widths and parameter counts (K = 2/4/8);
-    `paper` is P2 Table 4 (d=256, 8 heads, K=1).
+    `paper` is P2 Table 4 (d=256, 8 heads, K=1). Every preset sets `dilated_attention_missing_keys="zero"`: keys
+    before the sequence start are zero vectors kept in the softmax, as P2 pads its inputs; with them masked (the
+    value a saved config without the field loads with) parity cannot be represented (see the mixer's docstring).
 
     Args:
         See `ICLConfig`; this class only changes defaults.
@@ -26,8 +28,10 @@ class ICLRegularGPTConfig(ICLConfig):
 
     model_type = "icl_regular_gpt"
     PRESETS: ClassVar[dict[str, dict]] = {
-        **size_presets(),
-        "paper": dict(hidden_size=256, num_hidden_layers=1, num_attention_heads=8),
+        **size_presets(dilated_attention_missing_keys="zero"),
+        "paper": dict(
+            hidden_size=256, num_hidden_layers=1, num_attention_heads=8, dilated_attention_missing_keys="zero"
+        ),
     }
     supports_ngram_heads: ClassVar[bool] = False  # blocks are reapplied at a depth set by the input length
 
