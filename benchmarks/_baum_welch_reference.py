@@ -37,23 +37,51 @@ def reference_forward_backward(obs: list[int], a: np.ndarray, b: np.ndarray, pi:
     return alpha * beta, xi, alpha, np.log(c).sum()
 
 
-def reference_fit(corpus: list[list[int]], a, b, pi, num_iterations: int = 10, eps: float = EPS):
-    """Plain Algorithm 2 on one corpus: the fitted (A, B, π), α̂ of the last string and log P(O) per E-step."""
-    mask, first_mask = transition_mask(int(round(np.sqrt(len(pi))))), start_mask(int(round(np.sqrt(len(pi)))))
+def reference_em_step(corpus: list[list[int]], a, b, pi, transition_allowed, start_allowed, eps: float = EPS):
+    """One E-step on ``corpus`` and the M-step after it: the new (A, B, π), log P(O) under the old ones, and the
+    old α̂ of the last string.
+
+    The masks are parameters: the paper's (``transition_mask``, ``start_mask`` with ε, App. C.3–C.4) in
+    :func:`reference_fit`; with every entry allowed and ``eps = 0`` this is textbook Baum–Welch (the M-step
+    A_lm ∝ ξ_lm / Σγ_l then normalises to ξ_lm / Σ_m ξ_lm), which ``tests/test_baum_welch.py`` checks against
+    ``hmmlearn``'s ``CategoricalHMM``.
+
+    Args:
+        corpus: the strings' letter ids.
+        a, b, pi: (S, S), (S, V), (S,) current parameters.
+        transition_allowed, start_allowed: (S, S) and (S,) bool (or ``True``): the free entries of A and π.
+        eps: the ε added before every normalisation.
+    """
+    stats = [reference_forward_backward(obs, a, b, pi) for obs in corpus]  # per string: γ, Σ_t ξ_t, α̂, log P
+    log_likelihood, last_alpha = sum(s[3] for s in stats), stats[-1][2][-1]  # scalar, (S,)
+    emit = np.zeros_like(b)  # (S, V): Σ_t γ_t(l) [o_t = v] over the corpus
+    for obs, (gamma, *_) in zip(corpus, stats):
+        for t, x in enumerate(obs):
+            emit[:, x] += gamma[t]
+    denom = sum(s[0][:-1].sum(0) for s in stats)  # (S,): Σ_{t < T-1} γ_t(l), the expected departures from l
+    a = masked_normalize(sum(s[1] for s in stats) / (denom + eps)[:, None], transition_allowed, eps)  # (S, S)
+    b = masked_normalize(emit, True, eps)  # (S, V)
+    pi = masked_normalize(sum(s[0][0] for s in stats) / len(corpus), start_allowed, eps)  # (S,): mean γ_0
+    return (a, b, pi), log_likelihood, last_alpha
+
+
+def reference_fit(
+    corpus: list[list[int]], a, b, pi, num_iterations: int = 10, eps: float = EPS, masks: tuple | None = None
+):
+    """Plain Algorithm 2 on one corpus: the fitted (A, B, π), α̂ of the last string and log P(O) per E-step.
+
+    ``masks`` = (transition_allowed, start_allowed) as in :func:`reference_em_step`; default: the paper's.
+    """
+    if masks is None:
+        m = int(round(np.sqrt(len(pi))))
+        masks = (transition_mask(m), start_mask(m))
     history = []
-    for iteration in range(num_iterations + 1):
-        stats = [reference_forward_backward(obs, a, b, pi) for obs in corpus]
-        history.append(sum(s[3] for s in stats))
-        if iteration == num_iterations:
-            return (a, b, pi), stats[-1][2][-1], history
-        emit = np.zeros_like(b)
-        for obs, (gamma, *_) in zip(corpus, stats):
-            for t, x in enumerate(obs):
-                emit[:, x] += gamma[t]
-        denom = sum(s[0][:-1].sum(0) for s in stats)
-        a = masked_normalize(sum(s[1] for s in stats) / (denom + eps)[:, None], mask, eps)
-        b = masked_normalize(emit, True, eps)
-        pi = masked_normalize(sum(s[0][0] for s in stats) / len(corpus), first_mask, eps)
+    for _ in range(num_iterations):
+        (a, b, pi), log_likelihood, _ = reference_em_step(corpus, a, b, pi, *masks, eps)
+        history.append(log_likelihood)
+    stats = [reference_forward_backward(obs, a, b, pi) for obs in corpus]
+    history.append(sum(s[3] for s in stats))
+    return (a, b, pi), stats[-1][2][-1], history
 
 
 def reference_predict_proba(

@@ -23,6 +23,7 @@ _spec = importlib.util.spec_from_file_location(
 _reference = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_reference)
 reference_predict_proba, reference_fit = _reference.reference_predict_proba, _reference.reference_fit
+reference_em_step, reference_forward_backward = _reference.reference_em_step, _reference.reference_forward_backward
 
 strings = st.text(alphabet="abcd", min_size=1, max_size=7)
 texts = st.lists(strings, min_size=1, max_size=4).map("|".join)
@@ -119,6 +120,69 @@ def test_em_iterations_do_not_decrease_the_likelihood(backend, text, m):
     corpus = letter_ids(text[:-1])
     _, _, expected = reference_fit(corpus, *initial_parameters(m, 0, EPS), 10, EPS)
     np.testing.assert_allclose(BaumWelch(m, backend=backend).fit_log_likelihoods(text)[:, -1], expected, rtol=1e-10)
+
+
+@pytest.mark.parametrize("implementation", ["log", "scaling"])
+@pytest.mark.parametrize("num_iterations", [1, 5])
+def test_unmasked_reference_em_equals_hmmlearn(num_iterations, implementation):
+    """An independent oracle for the reference's EM step: hmmlearn's ``CategoricalHMM``, on an HMM without masks.
+
+    The chain: the package (both backends) ≡ the masked per-prefix reference (the tests above); the reference's
+    :func:`reference_em_step` with every entry of A and π allowed and ε = 0 is textbook Baum–Welch, ≡ hmmlearn's
+    EM (this test). What no outside code checks is then the masks and ε, App. C.3–C.4 read directly
+    (``test_transition_mask_matches_appendix_c3``, ``test_start_mask_and_cold_start_match_appendix_c4``).
+
+    hmmlearn's conventions, matched explicitly rather than by tolerance:
+    - ``monitor_.history[i]`` is log P(O) under the parameters *before* the i-th M-step (its E-step's value),
+      as is the ``log_likelihood`` that ``reference_em_step`` returns; the fitted parameters' log P(O) is not in
+      the history, so it is compared with ``model.score``.
+    - it stops when a gain is ``< tol``: ``tol = -inf`` never stops early, so it runs exactly ``n_iter`` steps.
+    - its Dirichlet priors default to 1, i.e. ``prior - 1 = 0`` pseudo-counts: the M-step is maximum likelihood,
+      as with ε = 0; its clip at 0 and its "zero stays zero" rule are inactive with positive parameters.
+    - π = normalised Σ_strings γ_0 (the reference: their mean, normalised); A = ξ normalised over rows (the
+      reference divides by Σ_{t<T-1} γ_t first, the same row sums); a string of length 1 adds no transitions to
+      either (hmmlearn skips it, the reference's ξ sum is empty): the corpus has one.
+
+    Seen failing (then restored) with the ξ sum's t = 0 term dropped, or the first letter's γ dropped from B's
+    counts. Not seen here: the division of ξ by Σ_{t<T-1} γ_t, which cancels in A's row normalisation when ε = 0
+    and nothing is masked; it matters only with ε and the masks, where the 144-state test above catches an error.
+    """
+    from hmmlearn.hmm import CategoricalHMM  # a dev dependency (CI installs it); here, so the other tests need not
+
+    rng = np.random.default_rng(0)
+    num_states, num_symbols = 5, 4
+    corpus = [rng.integers(num_symbols, size=length).tolist() for length in (7, 1, 12, 4, 9, 15)]
+    a, b, pi = (
+        w / w.sum(-1, keepdims=True)
+        for w in (rng.uniform(0.1, 1, shape) for shape in ((num_states,) * 2, (num_states, num_symbols), num_states))
+    )  # (S, S), (S, V), (S,)
+    fitted, history = (a, b, pi), []
+    for _ in range(num_iterations):
+        fitted, log_likelihood, _ = reference_em_step(corpus, *fitted, True, True, eps=0.0)
+        history.append(log_likelihood)
+    final_log_likelihood = sum(reference_forward_backward(obs, *fitted)[3] for obs in corpus)
+
+    model = CategoricalHMM(
+        num_states,
+        n_features=num_symbols,
+        n_iter=num_iterations,
+        tol=-np.inf,
+        params="ste",
+        init_params="",  # keep the parameters set below
+        implementation=implementation,
+    )
+    model.startprob_, model.transmat_, model.emissionprob_ = pi.copy(), a.copy(), b.copy()
+    x, lengths = np.concatenate(corpus)[:, None], [len(obs) for obs in corpus]  # (Σ lengths, 1), (strings,)
+    model.fit(x, lengths)
+
+    assert len(model.monitor_.history) == num_iterations
+    np.testing.assert_allclose(model.transmat_, fitted[0], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(model.emissionprob_, fitted[1], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(model.startprob_, fitted[2], rtol=0, atol=1e-8)
+    np.testing.assert_allclose(list(model.monitor_.history), history, rtol=0, atol=1e-8)
+    assert model.score(x, lengths) == pytest.approx(final_log_likelihood, rel=0, abs=1e-8)
+    # EM moved the parameters and raised log P(O): a fit that did nothing on both sides would not pass
+    assert np.abs(fitted[0] - a).max() > 1e-2 and final_log_likelihood > history[0] + 0.1
 
 
 def test_rows_are_distributions_over_the_ngram_vocabulary():
