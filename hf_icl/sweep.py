@@ -22,7 +22,9 @@ The grid axis `variant` names bundles of keys set together (`variant: {gla+ngh: 
 "1:1,2,3"}, ...}`), for a list of points that is not a full product. `config` and `base` together are what one
 `train.py --config` run would read (`base` wins). Keys of `base` and `grid` are `RunArguments` fields (`train.py
 --help`), `override.<config field>` (as `--override`), `task_option.<task field>` (as `--task-option`) or
-`ngram_heads` (as `--ngram-heads`). A point's name lists every grid key, `key=label` joined by `,`; its run arguments
+`ngram_heads` (as `--ngram-heads`); `override.<field>: null` (or `task_option.<field>: null`) in a grid value
+removes that override set by `config` or `base`, so one variant can drop a field its model does not have (Mamba
+reads no `num_masked_heads`). A point's name lists every grid key, `key=label` joined by `,`; its run arguments
 are written to `<output_root>/<name>.yaml`, its output to `<output_root>/<name>.log`.
 
 Each point is its own process, `python -m hf_icl.train --config <name>.yaml` (a subprocess rather than a call in this
@@ -156,7 +158,11 @@ def assign(values: dict, key: str, value) -> None:
             assign(values, name, setting)
     elif key.startswith(PREFIXED):
         prefix, name = key.split(".", 1)
-        values.setdefault("overrides" if prefix == "override" else "task_options", {})[name] = value
+        group = values.setdefault("overrides" if prefix == "override" else "task_options", {})
+        if value is None:  # null: drop what `config` or `base` set, so the preset's or task's default applies
+            group.pop(name, None)
+        else:
+            group[name] = value
     elif key == "ngram_heads":
         overrides = values.setdefault("overrides", {})
         overrides.pop("ngram_heads", None)

@@ -94,6 +94,13 @@ def test_config_file_sits_under_base(tmp_path):
     (point,) = expand(spec)
     assert point.arguments["lr"] == 5e-3 and point.arguments["max_steps"] == 3  # base wins over the config file
     assert point.arguments["overrides"] == {"dropout": 0.1, "num_hidden_layers": 1}
+    gla_without = {"architecture": "gla", "override.dropout": None, "task_option.n_test": None}
+    unset = {"variant": {"tf": {}, "gla": gla_without}}
+    tf, gla = expand(load_spec(write_spec(tmp_path, unset, base={"task_option.n_test": 8}, config=str(config))))
+    assert tf.arguments["overrides"] == {"dropout": 0.1} and tf.arguments["task_options"] == {"n_test": 8}
+    assert gla.arguments["overrides"] == {} and gla.arguments["task_options"] == {}  # null drops config's and base's
+    check_points([gla])
+    assert gla.settings["overrides"] == {} and "n_test" not in gla.settings["task_options"]
     config.write_text(yaml.safe_dump({"lr": "fast"}))
     with pytest.raises(ValueError, match="--config.*lr"):
         load_spec(write_spec(tmp_path, {"seed": [0]}, config=str(config)))
