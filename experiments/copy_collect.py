@@ -4,8 +4,9 @@
 Collect generation-task runs (copy, lookups) into DIR: each run's metrics.json as `<name>_metrics.json`
 (the training-loss history kept), a `summary.md` table (string accuracy by greedy generation per test length, the
 in-range validation accuracy, the training CPU seconds read from `train.cpu_time_s`, parameters, final loss) and,
-with --plot, string accuracy against length for every run (mean over runs that differ only by a `seed=`/`-seedN`
-suffix, one thin line per seed). A run name is its folder name (`variant=` stripped).
+with --plot, string accuracy against length for every run (mean over runs that differ only by a `seedN`
+part, one thin line per seed). A run name is its folder name, `task=` and `variant=` stripped and `,` as `-`
+(`seed=1,variant=rope` -> `seed1-rope`).
 """
 
 from __future__ import annotations
@@ -29,12 +30,14 @@ def find_runs(paths: list[Path]) -> list[Path]:
 
 
 def run_name(path: Path) -> str:
-    return path.name.removeprefix("variant=")
+    """The folder name as a file-name stem: `task=copy,variant=rope,seed=1` -> `copy-rope-seed1`."""
+    parts = [re.sub(r"^(variant|task)=", "", part).replace("seed=", "seed") for part in path.name.split(",")]
+    return "-".join(parts)
 
 
 def family(name: str) -> str:
-    """The name without its seed (`…-seed1`, `…,seed=2`, `…-s0`)."""
-    return re.sub(r"([-,]seed=?\d+|-s\d+)$", "", name)
+    """The name without its seed (`seed1-rope`, `rope-seed1`, `…-s0`)."""
+    return re.sub(r"^seed\d+-|-seed\d+|-s\d+$", "", name)
 
 
 def row(name: str, metrics: dict, lengths: list[str]) -> str:

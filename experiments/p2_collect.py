@@ -5,30 +5,25 @@ run's metrics.json as `<name>_metrics.json`, a `summary.md` table (in-range accu
 lengths, and the accuracy in length bands of 1-2x, 2-4x, 4-8x and beyond 8x the longest training string, CPU
 seconds from `train.cpu_time_s`) and, with --plot, accuracy against length per task (mean over the seeds of a
 setting, one thin line per seed; lengths binned in eights of the range to read through the 32-string noise).
-A run name is its folder name with `variant=` stripped; runs that differ only in `seed=N` are one setting.
+A run name is copy_collect's (`parity_check-regular_gpt-seed0`); runs that differ only in the seed are one setting.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 from collections import defaultdict
 from pathlib import Path
 
-from copy_collect import find_runs
+from copy_collect import family, find_runs, run_name
 
 BANDS = ((1, 2), (2, 4), (4, 8), (8, None))  # multiples of the longest training string
 
 
-def run_name(path: Path) -> str:
-    return path.name.replace("variant=", "")
-
-
 def setting(name: str) -> str:
-    """The run name without its seed (`seed=N` anywhere among the comma-separated keys)."""
-    return ",".join(part for part in name.split(",") if not re.fullmatch(r"seed=\d+", part))
+    """The run name without its seed."""
+    return family(name)
 
 
 def band_accuracy(per_length: dict[str, float], train_max: int, low: int, high: int | None) -> float | None:
@@ -69,7 +64,7 @@ def plot(loaded: list[tuple[str, dict]], path: Path, title: str) -> None:
                 return [sum(curve[str(k)] for k in b) / len(b) for b in bins]
 
             mean = [sum(vals) / len(vals) for vals in zip(*(binned(c) for c in curves))]
-            text = label.replace(f"task={task},", "")
+            text = label.removeprefix(f"{task}-")
             ax.plot(xs, mean, "-o", color=f"C{i}", lw=2, label=f"{text} ({len(curves)} seed{'s' * (len(curves) > 1)})")
             for c in curves if len(curves) > 1 else ():
                 ax.plot(xs, binned(c), "-", color=f"C{i}", lw=0.6, alpha=0.5)
