@@ -386,7 +386,7 @@ def _assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunR
                          }[result.verdict] + f" in {where}"  # fmt: skip
     aside = sum(o[2] for o in outcomes.values())
     if aside:
-        result.reason += f"; {aside} pairs set aside: {DID_NOT_TRAIN}"
+        result.reason += f"; {aside} pair{'s' * (aside != 1)} set aside: {DID_NOT_TRAIN}"
     return result
 
 
