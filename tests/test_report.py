@@ -145,6 +145,25 @@ def test_a_failure_backed_by_a_model_that_did_not_learn_in_range_is_inconclusive
     assert result.verdict == "reproduced", result.reason
 
 
+def test_a_contrast_needs_both_sides_to_have_learned_in_range(tmp_path):
+    """P2 even pairs: a RegularGPT that never fitted the task in range neither shows nor refutes that it extrapolates
+    better than the Transformer; once it fits it in range, the same gap beyond the range is rated."""
+
+    def p2_run(folder, architecture, in_range, test):
+        model = {"accuracy": test, "accuracy_in_train_range": in_range}
+        write_run(folder, "even_pairs", architecture, model, validation={"accuracy_in_train_range": in_range},
+                  overrides={"dilated_attention_chunk_size": 2} if architecture == "regular_gpt" else {},
+                  options={"train_max_length": 12})  # fmt: skip
+
+    p2_run(tmp_path / "table" / "transformer", "transformer", in_range=0.92, test=0.55)
+    p2_run(tmp_path / "table" / "regular_gpt", "regular_gpt", in_range=0.43, test=0.49)
+    result = rate("p2-even-pairs", tmp_path)
+    assert result.verdict == "inconclusive" and result.reason.startswith("did not train"), result.reason
+    p2_run(tmp_path / "table2" / "transformer", "transformer", in_range=0.92, test=0.55)
+    p2_run(tmp_path / "table2" / "regular_gpt", "regular_gpt", in_range=0.99, test=0.49)
+    assert rate("p2-even-pairs", tmp_path).verdict == "not reproduced"
+
+
 def test_a_failure_needs_the_contrasting_model_to_succeed_in_the_same_experiment(tmp_path):
     """P5: "the Transformer fails sparse parity" counts only where Mamba or MambaFormer learned it in that run."""
     parity = {"accuracy_final": 0.52}

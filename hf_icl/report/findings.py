@@ -332,7 +332,11 @@ def _assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunR
         rated, lines, aside = [], [], 0
         for better, worse, pick_b, pick_w in pairs:
             options = [(b, w) for b in _options(pick_b) for w in _options(pick_w)]
-            trained = [(b, w) for b, w in options if passes_control(finding, w, records, worse.task)]
+            trained = [  # both sides: a model that did not learn in range shows neither a win nor a loss beyond it
+                (b, w)
+                for b, w in options
+                if passes_control(finding, w, records, worse.task) and passes_control(finding, b, records, better.task)
+            ]
             label = f"{better.row} vs {worse.row} ({better.column})"
             if not trained:
                 aside += 1
