@@ -193,7 +193,7 @@ class Setting:
     @property
     def name(self) -> str:
         names = sorted(r.name for r in self.runs)
-        return names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} seeds)"
+        return names[0] if len(names) == 1 else f"{names[0]} (+{len(names) - 1} seed{'s' * (len(names) > 2)})"
 
     @property
     def where(self) -> str:
