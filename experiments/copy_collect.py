@@ -53,25 +53,36 @@ def row(name: str, metrics: dict, lengths: list[str]) -> str:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def collector_parser(doc: str) -> argparse.ArgumentParser:
+    """The arguments every collector takes: run folders or roots, --output, --plot, --title."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", type=Path)
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--plot", help="file name of the PNG under --output")
     parser.add_argument("--title", default="")
+    return parser
+
+
+def collect(paths: list[Path], output: Path) -> list[tuple[str, dict]]:
+    """Copy each run's metrics.json into `output` as `<name>_metrics.json`; `(name, metrics)` per run."""
+    runs = find_runs(paths)
+    if not runs:
+        raise SystemExit("no run folder with a metrics.json")
+    output.mkdir(parents=True, exist_ok=True)
+    loaded = []
+    for path in runs:
+        name = run_name(path)
+        shutil.copyfile(path / "metrics.json", output / f"{name}_metrics.json")
+        loaded.append((name, json.loads((path / "metrics.json").read_text())))
+    return loaded
+
+
+def main() -> None:
+    parser = collector_parser(__doc__)
     parser.add_argument("--lengths", help="comma-separated test lengths for the table (default: all)")
     parser.add_argument("--baselines", default="3-gram copier,4-gram copier,lookup oracle")
     args = parser.parse_args()
-    runs = find_runs(args.runs)
-    if not runs:
-        raise SystemExit("no run folder with a metrics.json")
-    args.output.mkdir(parents=True, exist_ok=True)
-    loaded = []
-    for path in runs:
-        metrics = json.loads((path / "metrics.json").read_text())
-        name = run_name(path)
-        shutil.copyfile(path / "metrics.json", args.output / f"{name}_metrics.json")
-        loaded.append((name, metrics))
+    loaded = collect(args.runs, args.output)
     first = loaded[0][1]["test"]
     group = first["group_by"]
     lengths = args.lengths.split(",") if args.lengths else sorted(first[f"per_{group}"], key=int)

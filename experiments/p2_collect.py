@@ -10,13 +10,10 @@ A run name is copy_collect's (`parity_check-regular_gpt-seed0`); runs that diffe
 
 from __future__ import annotations
 
-import argparse
-import json
-import shutil
 from collections import defaultdict
 from pathlib import Path
 
-from copy_collect import family, find_runs, run_name
+from copy_collect import collect, collector_parser, family
 
 BANDS = ((1, 2), (2, 4), (4, 8), (8, None))  # multiples of the longest training string
 
@@ -76,21 +73,9 @@ def plot(loaded: list[tuple[str, dict]], path: Path, title: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+", type=Path)
-    parser.add_argument("--output", type=Path, required=True)
-    parser.add_argument("--plot", help="file name of the PNG under --output")
-    parser.add_argument("--title", default="")
+    parser = collector_parser(__doc__)
     args = parser.parse_args()
-    runs = find_runs(args.runs)
-    if not runs:
-        raise SystemExit("no run folder with a metrics.json")
-    args.output.mkdir(parents=True, exist_ok=True)
-    loaded = []
-    for path in runs:
-        name = run_name(path)
-        shutil.copyfile(path / "metrics.json", args.output / f"{name}_metrics.json")
-        loaded.append((name, json.loads((path / "metrics.json").read_text())))
+    loaded = collect(args.runs, args.output)
     band_names = " | ".join(f"{lo}-{hi}x" if hi else f">{lo}x" for lo, hi in BANDS)
     lines = [
         "Accuracy at the query position. `in range` = validation split (training lengths); `test` = every test "
