@@ -3,7 +3,7 @@
     python experiments/icr_ood_table.py RUN_METRICS.json [...] [--at 5 10] > table.md
 
 The package's evaluator scores the model and least squares on 256 prompts per out-of-distribution variant
-(`hf_icl.evaluation.in_context_regression.ood_results`: x scaled by 2, noisy in-context labels (σ = 1), a skewed
+(`hf_icl.tasks.function_classes.evaluation.ood_results`: x scaled by 2, noisy in-context labels (σ = 1), a skewed
 covariance, every x of a prompt in one orthant). This script redraws exactly those prompts (same sampler, seed
 (1234, variant index), count 256) to add averaging and 3-NN on them, and prints, for each variant and each
 requested i, the model's error per run (mean ± sd over the runs given) beside least squares, averaging and 3-NN.
@@ -15,9 +15,8 @@ import argparse
 import json
 import statistics
 
-from hf_icl.evaluation.in_context_regression import evaluate_prompts
-from hf_icl.tasks.function_class_data import OOD_VARIANTS
-from hf_icl.tasks.function_classes import sample
+from hf_icl.tasks.function_classes import OOD_VARIANTS, sample
+from hf_icl.tasks.function_classes.evaluation import evaluate_prompts
 
 
 def baseline_curves(task: str, n_points: int, n_dims: int, count: int = 256, seed: int = 1234) -> dict:
