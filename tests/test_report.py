@@ -253,6 +253,15 @@ def test_a_longer_run_of_the_same_model_supersedes_a_shorter_one(tmp_path):
     assert [why for _, _, why in result.others] == ["a longer run of the same model counts instead"]
 
 
+def test_how_long_a_model_trained_counts_sequences_not_steps(tmp_path):
+    """4,000 steps at batch 256 saw more data than 12,000 at batch 64: the first is the longer run."""
+    regbench(tmp_path / "b64" / "mamba", "mamba", 0.60, 0.55, steps=12000, run_config={"batch_size": 64})
+    regbench(tmp_path / "b256" / "mamba", "mamba", 0.84, 0.37, steps=4000, run_config={"batch_size": 256})
+    result = rate("p1-mamba", tmp_path)
+    assert result.lines[0].ours == "0.840" and "b256" in result.lines[0].where
+    assert [where for where, _, _ in result.others] == ["`b64` / `mamba`"]
+
+
 def test_seeds_give_mean_and_sd_with_the_tolerance_beside_them(tmp_path):
     for seed, accuracy in enumerate([0.83, 0.85, 0.87]):
         regbench(tmp_path / "zoo" / f"mamba-s{seed}", "mamba", accuracy, 0.37, seed=seed)

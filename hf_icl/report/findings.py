@@ -9,7 +9,8 @@ Rules (the report prints them):
 - **The paper's setting first.** A run below the paper's setting (fewer key–value pairs, dimensions, training
   lengths, steps, a smaller model, another corpus) is **scaled**; the verdict names its scale and is never counted as
   the paper's setting. Runs at the paper's setting are preferred where there are any, and of runs of one model (same
-  architecture and parameter count) only the longest-trained counts: the budget is fixed before any result is seen.
+  architecture and parameter count) only the longest-trained counts (most training sequences, steps × batch size):
+  the budget is fixed before any result is seen.
 - **Failure findings need a control.** A claim that a model fails (X fails, X ≫ Y) counts a run only if the failing
   model learned the in-range task in it, or the contrasting model succeeded in the same experiment. Runs that meet
   neither did not train; if no run is left the verdict is **inconclusive: did not train**.
@@ -139,11 +140,11 @@ def validation_scores(settings: list[Setting], metric: str, statistic: str) -> l
 
 
 def longest(settings: list[Setting]) -> list[Setting]:
-    """Of settings of one model (task, architecture, parameter count), those with the most training steps."""
+    """Of settings of one model (task, architecture, parameter count), those that trained on the most sequences."""
     most: dict[tuple, float] = {}
     for s in settings:
-        most[s.model_key] = max(most.get(s.model_key, 0.0), s.steps)
-    return [s for s in settings if s.steps >= most[s.model_key]]
+        most[s.model_key] = max(most.get(s.model_key, 0.0), s.training_sequences)
+    return [s for s in settings if s.training_sequences >= most[s.model_key]]
 
 
 def passes_control(finding: Finding, setting: Setting, records: list[RunRecord], task: str) -> bool:

@@ -232,8 +232,13 @@ class Setting:
         return m.get("task"), m.get("architecture"), m.get("num_parameters")
 
     @property
-    def steps(self) -> float:
-        return self.value("train.steps") or 0.0
+    def training_sequences(self) -> float:
+        """How much the model trained: optimiser steps × global batch size (steps alone where no batch is recorded).
+
+        Steps alone would rank 12,000 steps at batch 64 above 4,000 at batch 256, though the second saw more data.
+        """
+        steps = self.value("train.steps") or 0.0
+        return steps * (self.value("run_config.batch_size") or 1.0)
 
 
 def scale_text(notes: list[tuple[str, float, float]]) -> str:
