@@ -63,15 +63,15 @@ def collector_parser(doc: str) -> argparse.ArgumentParser:
     return parser
 
 
-def collect(paths: list[Path], output: Path) -> list[tuple[str, dict]]:
-    """Copy each run's metrics.json into `output` as `<name>_metrics.json`; `(name, metrics)` per run."""
+def collect(paths: list[Path], output: Path, prefix: str = "") -> list[tuple[str, dict]]:
+    """Copy each run's metrics.json into `output` as `<prefix><name>_metrics.json`; `(name, metrics)` per run."""
     runs = find_runs(paths)
     if not runs:
         raise SystemExit("no run folder with a metrics.json")
     output.mkdir(parents=True, exist_ok=True)
     loaded = []
     for path in runs:
-        name = run_name(path)
+        name = prefix + run_name(path)
         shutil.copyfile(path / "metrics.json", output / f"{name}_metrics.json")
         loaded.append((name, json.loads((path / "metrics.json").read_text())))
     return loaded

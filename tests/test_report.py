@@ -434,3 +434,19 @@ def test_collect_names_the_files_it_does_not_copy(tmp_path, capsys):
     assert report_main(argv)["runs"] == 1
     skipped = [line for line in capsys.readouterr().err.splitlines() if line.startswith("skipped ")]
     assert len(skipped) == len(GARBAGE) and all(str(tmp_path / "outputs") in line for line in skipped)
+
+
+def arithmetic_run(folder, architecture, answer, by_example, **kwargs):
+    write_run(folder, "icl_arithmetic", architecture, {"answer_accuracy": answer}, options={"digits": 1},
+              test={"by_example": {"model": by_example}}, **kwargs)  # fmt: skip
+
+
+def test_an_outcome_criterion_can_judge_a_difference_of_two_test_numbers(tmp_path):
+    """P3 "uses its context": the 4th example of a task minus the 1st, at least 0.2."""
+    arithmetic_run(tmp_path / "p3" / "baseline", "transformer", 0.776, [0.445, 0.549, 0.753, 0.799])
+    arithmetic_run(tmp_path / "p3" / "ymodel", "slowfast_transformer", 0.30, [0.30, 0.31, 0.30, 0.31])
+    result = rate("p3-uses-context", tmp_path)
+    assert [line.ours.split(" ")[0] for line in result.lines] == ["succeeds", "fails"]
+    assert result.verdict == "not reproduced" and "4th − 1st example accuracy ≥ 0.2" in result.reason
+    assert "Baseline Transformer (6 layers, d = 112, 7 heads) succeeds (0.354)" in result.reason
+    assert "operand digits" in " ".join(label for label, *_ in result.scaled)

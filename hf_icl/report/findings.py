@@ -188,14 +188,31 @@ def _candidates(finding: Finding, entry: Entry, records: list[RunRecord]) -> tup
     return kept, [s for s in found if s not in kept]
 
 
+def criterion_value(criterion: dict, setting: Setting, statistic: str = "mean") -> float | None:
+    """The test number an outcome criterion judges: `metric`, less `minus` where the criterion names one."""
+    value = setting.value(f"test.{criterion['metric']}", statistic)
+    if value is None or "minus" not in criterion:
+        return value
+    minus = setting.value(f"test.{criterion['minus']}", statistic)
+    return None if minus is None else value - minus
+
+
+def criterion_name(criterion: dict) -> str:
+    """The criterion's `label`, else `accuracy` or, with `minus`, `3 − 0` (the last parts of the two paths)."""
+    if "label" in criterion:
+        return criterion["label"]
+    name = criterion["metric"].split(".")[-1]
+    return f"{name} − {criterion['minus'].split('.')[-1]}" if "minus" in criterion else name
+
+
 def _outcome(finding: Finding, entry: Entry, setting: Setting) -> str:
-    value = setting.value(f"test.{finding.criterion['metric']}", entry.statistic)
+    value = criterion_value(finding.criterion, setting, entry.statistic)
     return f"{'succeeds' if meets(finding.criterion, value) else 'fails'} ({fmt(entry, value)})"
 
 
 def _rate(finding: Finding, entry: Entry, setting: Setting) -> str:
     if finding.kind == "outcome":
-        value = setting.value(f"test.{finding.criterion['metric']}", entry.statistic)
+        value = criterion_value(finding.criterion, setting, entry.statistic)
         return (
             REPRODUCED
             if ("succeeds" if meets(finding.criterion, value) else "fails") == finding.expect
@@ -304,8 +321,10 @@ def _conclude(result: Assessment, verdicts: list[str], reasons: list[str]) -> As
 def _reason(result: Assessment) -> str:
     finding = result.finding
     if finding.kind == "outcome":
-        rule = f"{finding.criterion['metric'].split('.')[-1]} {rule_text(finding.criterion)}"
-        ours = ", ".join(f"{line.label.split(' · ')[-1]} {line.ours}" for line in result.lines)
+        rule = f"{criterion_name(finding.criterion)} {rule_text(finding.criterion)}"
+        parts = [line.label.split(" · ") for line in result.lines]
+        model = -1 if len(parts) == 1 or len({p[-1] for p in parts}) > 1 else 0  # the part that names the model
+        ours = ", ".join(f"{p[model]} {line.ours}" for p, line in zip(parts, result.lines))
         return f"the paper: {finding.expect} (success is {rule}); ours: {ours}"
     if result.verdict == REPRODUCED:
         return "every number within its tolerance"
