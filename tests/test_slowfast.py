@@ -261,3 +261,17 @@ def test_specialised_model_round_trips_through_the_hub_route(tmp_path):
 def test_config_errors_name_the_field(overrides, message):
     with pytest.raises(ValueError, match=message):
         hf_icl.config_for("slowfast_transformer", "tiny", **overrides)
+
+
+def test_the_analysis_rebuilds_the_checkpoints_task_layout():
+    """`python -m hf_icl.analysis slowfast` scores the rows of the task the checkpoint trained on (its digits)."""
+    from types import SimpleNamespace
+
+    from hf_icl.analysis.slowfast import task_config
+    from hf_icl.tasks.icl_arithmetic import check_row
+
+    model = SimpleNamespace(config=SimpleNamespace(hf_icl_run={"task_options": {"digits": 1, "n_test": 500}}))
+    config, rows = task_config(model, n_rows=3)
+    assert config.digits == 1 and len(rows) == 3
+    assert all(check_row(row, digits=1) for row in rows)
+    assert len(rows[0]["text"]) == config.sequence_length

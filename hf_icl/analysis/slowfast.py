@@ -52,7 +52,8 @@ def task_config(model, n_rows: int) -> tuple[ICLArithmeticConfig, list[dict]]:
     """The checkpoint's ICL-arithmetic layout (from its training record) and `n_rows` test rows."""
     run = getattr(model.config, "hf_icl_run", None) or {}
     options = {k: v for k, v in (run.get("task_options") or {}).items() if k in ("n_tasks", "n_ex", "digits")}
-    overrides = dict(n_train=0, n_validation=0, n_test=n_rows, seed=run.get("task_seed", 0), **options)
+    # every split must be non-empty; only the test rows are read
+    overrides = dict(n_train=0, n_validation=1, n_test=n_rows, seed=run.get("task_seed", 0), **options)
     builder = task_builder("icl_arithmetic", **overrides)
     builder.download_and_prepare()
     rows = list(builder.as_dataset(split="test"))
