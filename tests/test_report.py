@@ -141,6 +141,9 @@ def test_a_failure_backed_by_a_model_that_did_not_learn_in_range_is_inconclusive
     assert result.verdict == "inconclusive" and result.reason.startswith("did not train")
     assert any("did not train" in why for _, _, why in result.others)
     copy_run(tmp_path / "copy2" / "mamba", "mamba", in_range=0.97, beyond=0.0)  # learned in range: now evidence
+    result = rate("p4-gssm-fail-beyond", tmp_path)  # for Mamba; the claim names the LSTM too
+    assert result.verdict == "inconclusive" and result.reason.startswith("partly measured"), result.reason
+    copy_run(tmp_path / "copy2" / "lstm", "lstm", in_range=0.95, beyond=0.0)
     result = rate("p4-gssm-fail-beyond", tmp_path)
     assert result.verdict == "reproduced", result.reason
 
@@ -450,3 +453,23 @@ def test_an_outcome_criterion_can_judge_a_difference_of_two_test_numbers(tmp_pat
     assert result.verdict == "not reproduced" and "4th − 1st example accuracy ≥ 0.2" in result.reason
     assert "Baseline Transformer (6 layers, d = 112, 7 heads) succeeds (0.354)" in result.reason
     assert "operand digits" in " ".join(label for label, *_ in result.scaled)
+
+
+def regression_run(folder, architecture, error_final):
+    write_run(folder, "linear_regression", architecture, {"error_final": error_final},
+              facts={"n_dims": 5}, run_config={"batch_size": 256})  # fmt: skip
+
+
+def test_a_claim_about_several_models_is_not_shown_by_one_of_them(tmp_path):
+    """"The Transformer, Mamba and MambaFormer learn linear regression": the Transformer alone does not show it, a
+    Transformer that fails refutes it."""
+    regression_run(tmp_path / "lr" / "transformer", "transformer", 0.03)
+    result = rate("p5-linear-regression", tmp_path)
+    assert result.verdict == "inconclusive" and result.reason.startswith("partly measured: ")
+    assert "2 of 3 numbers not measured" in result.reason
+    regression_run(tmp_path / "lr" / "mamba", "mamba", 0.02)
+    regression_run(tmp_path / "lr" / "mambaformer", "mambaformer", 0.01)
+    assert rate("p5-linear-regression", tmp_path).verdict == "reproduced"
+    failing = tmp_path / "only_failing"
+    regression_run(failing / "lr" / "transformer", "transformer", 0.5)
+    assert rate("p5-linear-regression", failing).verdict == "not reproduced"

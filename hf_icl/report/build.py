@@ -42,7 +42,7 @@ def mark(assessment: Assessment) -> str:
     scaled = f", scaled ({scale_text(assessment.scaled)})" if assessment.scaled else ""
     why = ""
     if assessment.verdict == rules.INCONCLUSIVE:
-        for kind in (rules.DID_NOT_TRAIN, rules.NOT_SELECTED, "experiments disagree"):
+        for kind in (rules.DID_NOT_TRAIN, rules.NOT_SELECTED, rules.PARTLY_MEASURED, "experiments disagree"):
             if kind in assessment.reason:
                 why = f": {kind}"
                 break

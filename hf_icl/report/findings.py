@@ -19,6 +19,9 @@ Rules (the report prints them):
 - **Counted once.** Each finding and each published number gets one verdict, however many experiments measure it;
   a contrast is judged within one experiment (same budget and data), and experiments that disagree make it
   inconclusive.
+- **A claim about several numbers needs them all.** Where some of a finding's numbers are measured and agree with the
+  paper but others were never measured, the claim is not shown: **inconclusive: partly measured** (numbers that
+  disagree with the paper still refute it).
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from .papers import (
 )
 from .runs import RunRecord, Setting, settings_of
 
-NOT_SELECTED, DID_NOT_TRAIN = "not selected", "did not train"
+NOT_SELECTED, DID_NOT_TRAIN, PARTLY_MEASURED = "not selected", "did not train", "partly measured"
 
 
 @dataclass
@@ -313,6 +316,8 @@ def _conclude(result: Assessment, verdicts: list[str], reasons: list[str]) -> As
         result.verdict = combine(measured)
         missing = len(verdicts) - len(measured)
         result.reason = _reason(result) + (f"; {missing} of {len(verdicts)} numbers not measured" if missing else "")
+        if missing and result.verdict in (REPRODUCED, DIRECTION_ONLY):  # what was measured agrees, the rest is unknown
+            result.verdict, result.reason = INCONCLUSIVE, f"{PARTLY_MEASURED}: {result.reason}"
     if result.verdict == INCONCLUSIVE and any(DID_NOT_TRAIN in r for r in reasons):
         result.reason = f"{DID_NOT_TRAIN}: no run meets the control ({control_text(result.finding)})"
     return result
