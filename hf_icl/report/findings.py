@@ -157,9 +157,8 @@ def passes_control(finding: Finding, setting: Setting, records: list[RunRecord],
     for rule in finding.control:
         if "in_range" in rule:
             r = rule["in_range"]
-            value = setting.value(f"test.{r['metric']}")
-            minus = setting.value(f"test.{r['minus']}") if "minus" in r else 0.0
-            if value is not None and minus is not None and meets(r, value - minus):
+            value = criterion_value(r, setting)
+            if value is not None and meets(r, value):
                 return True
         if "same_experiment" in rule:
             r = rule["same_experiment"]
