@@ -184,6 +184,29 @@ def test_h3_parallel_equals_naive_and_stepwise(sizes):
     assert mixer.state_size() == cache.nbytes_per_sequence() // 2  # fp32 bytes; this state is fp64
 
 
+@settings(max_examples=8, deadline=None)
+@given(length=st.integers(1, 40), heads=st.sampled_from([1, 2, 4]), pad=st.integers(0, 5))
+def test_h3_direct_form_equals_fft_form(length, heads, pad):
+    """The short-sequence quadratic form ((q k̃ᵀ) ⊙ Toeplitz) v equals the FFT convolution, values and gradients,
+    with left padding."""
+    torch.manual_seed(length)
+    mixer = H3Mixer(mixer_config("h3", num_attention_heads=heads, ssm_state_size=8), 0).double()
+    with torch.no_grad():
+        mixer.ssm.log_dt.uniform_(-4.0, 0.0)
+    x = torch.randn(2, length, 64, dtype=torch.float64, requires_grad=True)
+    mask = torch.ones(2, length, dtype=torch.bool)
+    mask[1, : min(pad, length - 1)] = False
+    inputs = [x] + [p for name, p in mixer.named_parameters() if not name.startswith("out_proj")]  # z is before W_o
+    outputs, grads = [], []
+    for threshold in (0, length):  # FFT form, then the direct form
+        z = mixer.mix(x, mask, None, direct_max_length=threshold)[-1]
+        outputs.append(z)
+        grads.append(torch.autograd.grad((z * torch.linspace(-1, 1, z.numel()).view_as(z)).sum(), inputs))
+    torch.testing.assert_close(outputs[1], outputs[0], rtol=1e-9, atol=1e-10)
+    for direct, fft in zip(grads[1], grads[0]):
+        torch.testing.assert_close(direct, fft, rtol=1e-8, atol=1e-9)
+
+
 def naive_hyena(mixer, x):
     """zⁿ = xⁿ ⊙ (lⁿ * z^{n−1} + bⁿ z^{n−1}) with the long convolutions as plain double loops."""
     width, order, length = mixer.width, mixer.order, x.shape[1]

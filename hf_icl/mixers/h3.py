@@ -13,6 +13,11 @@ shared by the d_h × d_h entries of a head (H independent SSMs); each entry keep
 (reference: a shift-matrix SSM, i.e. a learned FIR filter, plus a skip D) is a `conv_kernel`-tap depthwise
 convolution plus D ⊙ k. Training: short conv + FFT convolution; decoding: conv window + SSM recurrence,
 O(d · d_h · N) per token.
+
+Short sequences without a cache (T ≤ `DIRECT_MAX_LENGTH`) skip the FFT over the H·d_h² outer-product channels:
+z_t = Σ_j (q_t · k̃_j)(K_h[t − j] + D_h δ_tj) v_j, the same sum as attention with the Toeplitz kernel as a
+multiplicative mask, O(T² d) instead of O(T log T · d · d_h). The threshold is measured by
+`benchmarks/h3_short_form.py`.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ from .ops.residual import residual_projection
 from .ops.short_conv import CausalDepthwiseConv
 from .registry import register_mixer
 from .shared_fields import CONV_KERNEL, SSM_STATE_SIZE
+
+DIRECT_MAX_LENGTH = 256  # longest uncached input mixed by the quadratic form (measured; see the module docstring)
 
 
 @register_mixer("h3", config_fields=(SSM_STATE_SIZE, CONV_KERNEL))
@@ -67,24 +74,36 @@ class H3Mixer(nn.Module):
     def state_size(self) -> int:
         return self.shift.state_bytes() + self.ssm.state_bytes(copies=self.head_dim**2)
 
-    def mix(self, hidden_states, mask, state):
-        """q, the shifted keys k̃ and v (B, T, H, D) and z = q_tᵀ SSM(k̃ vᵀ)_t (B, T, H, D), before W_o."""
+    def mix(self, hidden_states, mask, state, direct_max_length: int = DIRECT_MAX_LENGTH):
+        """q, the shifted keys k̃ and v (B, T, H, D) and z = q_tᵀ SSM(k̃ vᵀ)_t (B, T, H, D), before W_o.
+
+        Without a state and with T ≤ `direct_max_length`, z is the quadratic form ((q k̃ᵀ) ⊙ Toeplitz) v.
+        """
         batch, length, width = hidden_states.shape
         heads, head_dim = self.num_heads, self.head_dim
         q = self.q_proj(hidden_states).view(batch, length, heads, head_dim, 1)
         k = zero_padding(self.k_proj(hidden_states), mask)  # (B, T, d): padding never enters the windows
         v = zero_padding(self.v_proj(hidden_states), mask)
         k = self.shift(k, state, name="shift_window") + self.shift_skip * k  # (B, T, d)
+        if state is None and length <= direct_max_length:
+            q, k, v = (t.reshape(batch, length, heads, head_dim) for t in (q, k, v))  # (B, T, H, D)
+            maps = self.gated_toeplitz(q.transpose(1, 2), k.transpose(1, 2), length)  # (B, H, T, T)
+            z = (maps @ v.transpose(1, 2).to(maps.dtype)).transpose(1, 2).to(v.dtype)  # (B, T, H, D)
+            return q, k, v, z
         kv = k.view(batch, length, heads, head_dim, 1) * v.view(batch, length, heads, 1, head_dim)  # (B, T, H, D, D)
         z = self.ssm(kv, state, prefix="kv_ssm")  # (B, T, H, D, D)
         z = (q * z).sum(dim=3)  # (B, T, H, D): q_iᵀ z'_i
         return q[..., 0], k.view(batch, length, heads, head_dim), v.view(batch, length, heads, head_dim), z
 
+    def gated_toeplitz(self, q, k, length):
+        """(q_t · k̃_j)(K_h[t − j] + D_h δ_tj) for j ≤ t: (B, H, T, T) from q, k̃ (B, H, T, D)."""
+        return (q @ k.transpose(-1, -2)) * self.ssm.toeplitz_map(length)[None]
+
     def mixing_map(self, hidden_states, mask=None) -> MixingMap:
-        q, k, v, z = (t.transpose(1, 2) for t in self.mix(hidden_states, mask, None))  # (B, H, T, D)
+        # z from the FFT form (direct_max_length=0), so that maps @ v = z checks the map against the convolution
+        q, k, v, z = (t.transpose(1, 2) for t in self.mix(hidden_states, mask, None, direct_max_length=0))
         length = q.shape[2]
-        gates = q @ k.transpose(-1, -2)  # (B, H, T, T): q_t · k̃_j
-        maps = gates * self.ssm.toeplitz_map(length)[None] * causal_key_mask(mask, length, q.device)
+        maps = self.gated_toeplitz(q, k, length) * causal_key_mask(mask, length, q.device)  # (B, H, T, T)
         return MixingMap(maps, v, z)
 
     def forward(
