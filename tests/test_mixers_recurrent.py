@@ -13,7 +13,7 @@ from transformers.models.rwkv.modeling_rwkv import rwkv_linear_attention_cpu
 import hf_icl
 from hf_icl.mixers import MIXERS, list_mixers, mixer_spec
 from hf_icl.mixers.lstm import LSTMMixer
-from hf_icl.mixers.rwkv import RWKVTimeMix, wkv_chunked, wkv_step
+from hf_icl.mixers.rwkv import RWKVTimeMix, balanced_chunk_size, wkv_chunked, wkv_step
 from hf_icl.modeling.cache import ICLCache
 
 
@@ -130,6 +130,24 @@ def test_chunked_wkv_gradient_equals_recurrence_gradient():
     grads = [torch.autograd.grad(f(*inputs)[0].square().sum(), inputs) for f in (wkv_naive, wkv_chunked)]
     for got, ref in zip(grads[1], grads[0]):
         torch.testing.assert_close(got, ref, atol=1e-9, rtol=1e-8)
+
+
+def test_balanced_chunk_size_minimises_the_chunked_work_and_respects_the_cap():
+    for length in (1, 7, 82, 500, 2048, 10_000):
+        work = {c: length * c + (length / c) ** 2 for c in range(1, 65)}  # in-chunk T·C + cross-chunk (T/C)²
+        chosen = balanced_chunk_size(length, 64)
+        assert work[chosen] <= 1.2 * min(work.values()), (length, chosen)
+        assert balanced_chunk_size(length, 4) == min(4, chosen)
+    assert (balanced_chunk_size(82, 16), balanced_chunk_size(2048, 16)) == (6, 16)
+
+
+def test_rwkv_output_does_not_depend_on_scan_chunk_size():
+    torch.manual_seed(0)
+    mixer = RWKVTimeMix(hf_icl.config_for("rwkv", "tiny", scan_chunk_size=16), 0).double()
+    x = torch.randn(2, 40, 64, dtype=torch.float64)
+    reference = mixer(x)
+    mixer.chunk_size = 2
+    torch.testing.assert_close(mixer(x), reference, atol=1e-6, rtol=1e-5)  # WKV runs in float32
 
 
 def test_rwkv_init_follows_rwkv4():
