@@ -15,6 +15,7 @@ import torch
 from common import add_output_argument, median_time, print_table, run_recorded
 
 import hf_icl
+from hf_icl.evaluation.flops import forward_flops
 from hf_icl.tasks.function_classes import model_inputs, output_dim, sample
 
 
@@ -49,14 +50,20 @@ def main(argv=None) -> None:
     batch = model_inputs(sample(args.task, args.batch, args.points, args.dims, seed=0))
     reference = build("transformer", args.preset, args.task, args.dims)
     reference_step = training_step(*reference, batch)
-    rows = []
+    length = 2 * args.points
+    reference_flops = forward_flops(reference[0], length)
+    rows, arithmetic = [], []
     for arch in args.architectures:
-        ours_step = training_step(*build(arch, args.preset, args.task, args.dims), batch)
-        ours = 1 / median_time(ours_step, repeats=args.repeats)
+        model, optimizer = build(arch, args.preset, args.task, args.dims)
+        ours = 1 / median_time(training_step(model, optimizer, batch), repeats=args.repeats)
         theirs = 1 / median_time(reference_step, repeats=args.repeats)
-        case = f"{arch}, {args.preset}, B={args.batch}, N={args.points} ({2 * args.points} tokens)"
+        case = f"{arch}, {args.preset}, B={args.batch}, N={args.points} ({length} tokens)"
         rows.append((case, ours, theirs))
+        arithmetic.append((arch, forward_flops(model, length) / 1e6, reference_flops / 1e6))
     print_table(rows, unit="steps/s", reference="transformer")
+    print("\nForward arithmetic per sequence (P5 App. C counting; a ratio above 1 is work the architecture defines,")
+    print("e.g. RegularGPT applies its blocks once per depth level, ceil(log_C T) times):\n")
+    print_table(arithmetic, unit="MFLOP", reference="transformer")
 
 
 if __name__ == "__main__":

@@ -107,6 +107,25 @@ def test_sparse_parity_definition_and_shared_subset():
     assert len({tuple(s) for s in per_prompt}) > 1
 
 
+def test_sparse_parity_prompt_sets_draw_a_subset_per_prompt_unless_told():
+    """Training shares S within a step (the reference); the evaluation splits draw S per prompt, so a 1,280-prompt
+    test set is not 5 functions. An explicit `shared_subset` wins."""
+    from hf_icl.tasks.function_classes.function_class_data import FunctionClassConfig, iter_rows
+
+    def consistent_pairs(row):  # every pair S whose parity gives the prompt's ys
+        xs, ys = np.asarray(row["xs"]), np.asarray(row["ys"])
+        return {pair for pair in itertools.combinations(range(6), 2) if (xs[:, pair[0]] * xs[:, pair[1]] == ys).all()}
+
+    def rows(**options):
+        config = FunctionClassConfig(name="p", task="sparse_parity", n_dims=6, n_points=24, n_test=64, **options)
+        return list(iter_rows(config, "test"))
+
+    per_prompt = [consistent_pairs(row) for row in rows()]
+    assert all(per_prompt) and len(set().union(*per_prompt)) > 5
+    shared = [consistent_pairs(row) for row in rows(shared_subset=True)]
+    assert set.intersection(*shared)  # one S explains every prompt of the block
+
+
 def test_cot_io_definition():
     drawn = sample("cot_io", 2, 4, 10, seed=6, hidden_size=8)
     ss = np.maximum(np.einsum("bkd,bnd->bnk", drawn["w"], drawn["xs"].double().numpy()), 0)
@@ -241,7 +260,7 @@ def test_builder_rows_are_the_sampled_prompts(tmp_path):
     builder.download_and_prepare()
     test = prompts_from_rows(builder.as_dataset()["test"])
     assert test["xs"].shape == (300, 140, 10) and test["ys"].shape == (300, 140)
-    first_block = sample("sparse_parity", 256, 140, 10, (0, _crc("sparse_parity"), 1, 0))
+    first_block = sample("sparse_parity", 256, 140, 10, (0, _crc("sparse_parity"), 1, 0), shared_subset=False)
     assert torch.equal(test["xs"][:256], first_block["xs"]) and torch.equal(test["ys"][:256], first_block["ys"])
     with pytest.raises(ValueError, match="sparsity do not apply to task 'sparse_parity'"):
         FunctionClassBuilder(config_name="sparse_parity", cache_dir=str(tmp_path), sparsity=3)

@@ -56,6 +56,8 @@ class FunctionClass:
         steps_option: the option sizing the chain-of-thought step s between x and y (`cot_dim`; `None`: no step).
         fixed_training_set: train for epochs on the builder's `train` split (P5 App. B.2) instead of fresh prompts.
         builder_fields: the prompt-set builder config's sizes where they differ from the defaults.
+        prompt_set_options: sampler options of the builder's fixed prompt sets (the evaluation splits) where they
+            differ from training's defaults; an option the user sets wins.
         paper_settings: run settings of the `paper` preset on top of P5 App. A's (learning rate, epochs, ...).
         cpu_settings: run settings of the `cpu` preset (the scaled runs of `experiments/`).
         description: the builder config's description.
@@ -75,6 +77,7 @@ class FunctionClass:
     steps_option: str | None = None
     fixed_training_set: bool = False
     builder_fields: dict = dataclasses.field(default_factory=dict)
+    prompt_set_options: dict = dataclasses.field(default_factory=dict)
     paper_settings: dict = dataclasses.field(default_factory=dict)
     cpu_settings: dict = dataclasses.field(default_factory=dict)
     description: str = ""
@@ -120,6 +123,9 @@ FUNCTION_CLASSES: dict[str, FunctionClass] = {
     "sparse_parity": FunctionClass(
         sparse_parity, 10, 140, ("gf2_parity",), {"k": 2, "shared_subset": True}, normalizer=1, metric="accuracy",
         gaussian=False, paper_settings={"lr": 4e-4},  # the reference parity config
+        # the reference shares S within a training step; an evaluation set shared per 256-prompt block would hold
+        # only a handful of functions, so it draws S per prompt
+        prompt_set_options={"shared_subset": False},
         cpu_settings={"task_options": {"n_points": 40}, "max_steps": 1500},
     ),
     "cot_io": FunctionClass(

@@ -21,7 +21,7 @@ import torch
 from ..builder import RowBuilder, check_counts
 from .classes import FUNCTION_CLASSES, output_dim, sample
 
-_VERSION = datasets.Version("1.0.0")  # bump whenever sampling changes
+_VERSION = datasets.Version("1.1.0")  # bump whenever sampling changes
 _SPLIT_STREAMS = {"train": 0, "test": 1, "validation": 2}
 _BLOCK = 256
 ARRAY_KEYS = ("xs", "ys", "ss", "y_tokens", "loss_mask", "targets")
@@ -31,7 +31,7 @@ CITATION = """@inproceedings{park2024mamba,
   and Lee, Kangwook and Papailiopoulos, Dimitris}, booktitle={ICML}, year={2024}}"""
 SAMPLER_OPTIONS: tuple[str, ...] = (
     "noise_std", "sparsity", "hidden_size", "depth", "p", "k", "n_pairs", "n_queries", "x_scale", "y_noise",
-    "covariance", "orthant",
+    "covariance", "orthant", "shared_subset",
 )  # fmt: skip
 OPTION_FIELDS: tuple[str, ...] = ("n_train", "n_validation", "n_test", "seed", "n_dims", "n_points", "input_dim")
 OPTION_FIELDS += SAMPLER_OPTIONS
@@ -48,8 +48,8 @@ class FunctionClassConfig(datasets.BuilderConfig):
         seed: the only source of randomness.
         n_dims, n_points: d and N (default: the paper's, P5 Table 2).
         input_dim: x width, zero-padded beyond `n_dims` (default `n_dims`).
-        noise_std, sparsity, hidden_size, depth, p, k, n_pairs, n_queries: the task's options (default: the
-            paper's; fields a task does not use stay `None`).
+        noise_std, sparsity, hidden_size, depth, p, k, n_pairs, n_queries, shared_subset: the task's options
+            (default: the paper's; fields a task does not use stay `None`).
         x_scale, y_noise, covariance, orthant: out-of-distribution prompts (see `function_classes`).
     """
 
@@ -73,6 +73,7 @@ class FunctionClassConfig(datasets.BuilderConfig):
     y_noise: float | None = None
     covariance: str | None = None
     orthant: bool | None = None
+    shared_subset: bool | None = None
 
     def resolved(self) -> dict:
         """`{"n_dims", "n_points", "options"}` with the paper's defaults filled in."""
@@ -100,7 +101,7 @@ def validate_config(config: FunctionClassConfig) -> None:
 
 
 def _sampler_options(config: FunctionClassConfig) -> dict:
-    options = dict(config.resolved()["options"])
+    options = {**FUNCTION_CLASSES[config.task].prompt_set_options, **config.resolved()["options"]}
     if config.input_dim is not None:
         options["input_dim"] = config.input_dim
     return options
