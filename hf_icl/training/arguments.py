@@ -86,6 +86,7 @@ class RunArguments:
     grad_clip: float = 1.0
     epochs: float = 3.0
     max_steps: int | None = None
+    max_train_minutes: float | None = None
     batch_size: int = 32
     gradient_accumulation_steps: int = 1
     seed: int = 0
@@ -137,6 +138,7 @@ RUN_LIMITS: dict[str, Limit] = {
     "grad_clip": NON_NEGATIVE_NUMBER,
     "epochs": POSITIVE_NUMBER,
     "max_steps": OPTIONAL_POSITIVE_INT,
+    "max_train_minutes": Limit(float, low=0, low_open=True, optional=True),
     "batch_size": POSITIVE_INT,
     "gradient_accumulation_steps": POSITIVE_INT,
     "seed": SEED,
@@ -258,6 +260,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--grad-clip", type=float, help="gradient-norm clipping")
     parser.add_argument("--epochs", type=float, help="training epochs")
     parser.add_argument("--max-steps", type=int, help="stop after this many optimiser steps")
+    parser.add_argument(
+        "--max-train-minutes",
+        type=float,
+        help="also stop after this many minutes of training wall time (evaluation excluded); the schedule then runs "
+        "on the larger of the step and the time fraction, so the wsd decay starts at (1 - decay ratio) of the "
+        "budget and the run ends decayed whichever limit comes first",
+    )
     parser.add_argument("--batch-size", type=int, help="global batch size (split across processes)")
     parser.add_argument(
         "--gradient-accumulation-steps",

@@ -52,12 +52,34 @@ def warmup_steps(args: RunArguments, total_steps: int) -> int:
     return args.warmup_steps if args.warmup_steps is not None else int(args.warmup_ratio * total_steps)
 
 
-def lr_multiplier(args: RunArguments, total_steps: int):
+class TrainingClock:
+    """Training wall time against `--max-train-minutes`.
+
+    Args:
+        budget_minutes: the budget, or `None` (then `fraction` stays 0 and the run is limited by steps only).
+    """
+
+    def __init__(self, budget_minutes: float | None):
+        self.budget_s = 60.0 * budget_minutes if budget_minutes else None
+        self.fraction = 0.0  # share of the budget used so far
+
+    def update(self, elapsed_s: float) -> None:
+        if self.budget_s:
+            self.fraction = elapsed_s / self.budget_s
+
+    @property
+    def expired(self) -> bool:
+        return self.fraction >= 1.0
+
+
+def lr_multiplier(args: RunArguments, total_steps: int, clock: TrainingClock | None = None):
     """LR multiplier by step: linear warm-up from `warmup_start_lr` to `lr`, then `args.lr_schedule`.
 
     `cosine` decays to `min_lr` over the remaining steps (P1 App. B); `constant` stays at `lr`; `wsd`
     (warm-up, stable, decay) stays at `lr` and decays linearly to `min_lr` over the last `decay_ratio` of the steps,
-    so the rate is high until the model has left RegBench's pre-induction plateau.
+    so the rate is high until the model has left RegBench's pre-induction plateau. With a time budget (`clock`),
+    progress after the warm-up is the larger of the step fraction and the time fraction, so the decay starts at
+    (1 − `decay_ratio`) of the budget when the budget ends first.
     """
     warmup = warmup_steps(args, total_steps)
     decay_start = max(warmup, total_steps - int(args.decay_ratio * total_steps))
@@ -67,11 +89,15 @@ def lr_multiplier(args: RunArguments, total_steps: int):
             return (args.warmup_start_lr + (args.lr - args.warmup_start_lr) * step / warmup) / args.lr
         if args.lr_schedule == "constant":
             return 1.0
+        by_time = clock.fraction if clock is not None else 0.0
         if args.lr_schedule == "wsd":
             progress = (step - decay_start) / max(1, total_steps - decay_start)
-            return 1.0 if step < decay_start else (args.lr + (args.min_lr - args.lr) * min(progress, 1.0)) / args.lr
-        progress = (step - warmup) / max(1, total_steps - warmup)
-        return (args.min_lr + (args.lr - args.min_lr) * 0.5 * (1 + math.cos(math.pi * min(progress, 1.0)))) / args.lr
+            if args.decay_ratio > 0:
+                progress = max(progress, (by_time - 1 + args.decay_ratio) / args.decay_ratio)
+            progress = min(max(progress, 0.0), 1.0)
+            return (args.lr + (args.min_lr - args.lr) * progress) / args.lr
+        progress = min(max((step - warmup) / max(1, total_steps - warmup), by_time), 1.0)
+        return (args.min_lr + (args.lr - args.min_lr) * 0.5 * (1 + math.cos(math.pi * progress))) / args.lr
 
     return factor
 
@@ -345,7 +371,8 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None, chan
     probe_model(run, model, stream, total_steps)
     claim_run_folder(run)
     optimizer = build_optimizer(model, args)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_multiplier(args, total_steps))
+    clock = TrainingClock(args.max_train_minutes)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_multiplier(args, total_steps, clock))
     warmup = warmup_steps(args, total_steps)
     if warmup and warmup >= total_steps // 2:  # e.g. RegBench's default 200-step warm-up in a short run
         accelerator.print(
@@ -375,7 +402,8 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None, chan
         init_kwargs = {"wandb": {"dir": str(run.output_dir), "name": run.output_dir.name}}
         accelerator.init_trackers("hf_icl", config=flat, init_kwargs=init_kwargs)
 
-    run_steps(run, model, optimizer, scheduler, stream, state, total_steps, curricula)
+    run_steps(run, model, optimizer, scheduler, stream, state, total_steps, curricula, clock)
+    total_steps = state["global_step"]  # fewer than planned when the time budget ended the run
 
     checksum = torch.tensor([weights_checksum(model)], dtype=torch.float64, device=accelerator.device)
     checksums = accelerator.gather(checksum).tolist()
@@ -435,8 +463,11 @@ def whole_model(run: Run, model):
     return whole.to(accelerator.device)
 
 
-def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_steps: int, curricula) -> None:
-    """Optimiser steps from `state["global_step"]` to `total_steps`: log, checkpoint, and record curricula."""
+def run_steps(
+    run: Run, model, optimizer, scheduler, stream, state: dict, total_steps: int, curricula, clock=None
+) -> None:
+    """Optimiser steps from `state["global_step"]` to `total_steps`, or until the `TrainingClock`'s budget is spent
+    (every process stops at the same step): log, checkpoint, and record curricula."""
     args, accelerator = run.args, run.accelerator
     kill_at = int(os.environ.get(KILL_AT_STEP_ENV, "0"))
     progress = tqdm(
@@ -447,18 +478,26 @@ def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_
     )
     started = time.time() - state["wall_time_s"]
     cpu_started = time.process_time() - state.get("cpu_time_s", 0.0)  # CPU seconds of this process, all threads
+    clock = clock or TrainingClock(None)
+    clock.update(state["wall_time_s"])
     model.train()
     batches = stream.iter_from(state["global_step"])
-    while state["global_step"] < total_steps:
+    while state["global_step"] < total_steps and not clock.expired:
         loss, terms = backward_in_micro_batches(run, model, next(batches))
         if args.grad_clip:
             accelerator.clip_grad_norm_(model.parameters(), args.grad_clip)
         optimizer.step()
+        if clock.budget_s:  # the slowest process's clock, so that all stop at the same step
+            elapsed = torch.tensor(time.time() - started, dtype=torch.float64, device=accelerator.device)
+            clock.update(accelerator.reduce(elapsed, "max").item())
         scheduler.step()
         optimizer.zero_grad(set_to_none=True)
         state["global_step"] += 1
         step = state["global_step"]
-        if step % args.log_every == 0 or step == total_steps:
+        last = step == total_steps or clock.expired
+        if last and clock.expired:
+            state["stopped_by"] = "max_train_minutes"
+        if step % args.log_every == 0 or last:
             values = {name: accelerator.reduce(value.detach(), "mean").item() for name, value in terms.items()}
             values["loss"] = accelerator.reduce(loss.detach(), "mean").item()
             state["curriculum"] = {c.field: c.value_at(step - 1) for c in curricula}
@@ -476,7 +515,7 @@ def run_steps(run: Run, model, optimizer, scheduler, stream, state: dict, total_
                 train_time = {"train_wall_s": time.time() - started, "train_cpu_s": time.process_time() - cpu_started}
                 state.setdefault("validation_history", []).append({"step": step, **train_time, **scores})
                 accelerator.log({f"validation/{key}": value for key, value in scores.items()}, step=step)
-        if step % args.checkpoint_every == 0 or step == total_steps:
+        if step % args.checkpoint_every == 0 or last:
             state["wall_time_s"], state["cpu_time_s"] = time.time() - started, time.process_time() - cpu_started
             save_checkpoint(accelerator, run.output_dir, step, state, args.keep_checkpoints)
         if kill_at and step == kill_at:
@@ -559,6 +598,7 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
             "final_loss": history[-1]["loss"] if history else float("nan"),
             "wall_time_s": state["wall_time_s"],
             "cpu_time_s": state["cpu_time_s"],
+            "stopped_by": state.get("stopped_by", "steps"),
             "threads": torch.get_num_threads(),
             "history": history,
             "validation_history": state.get("validation_history", []),
