@@ -1,16 +1,24 @@
-"""`python experiments/p3_collect.py --baseline ROOT --ymodel ROOT --output DIR [--plot NAME.png] [--title T]`.
+"""`python experiments/p3_collect.py --baseline ROOT --ymodel ROOT --output DIR [--plot NAME.png] [--title T]
+[--analysis FILE ...]`.
 
 Collect ICL-arithmetic runs (P3 §4.2) of the x-only baseline and the slow/fast y-model into DIR, as one experiment:
 each run's metrics.json as `baseline-seedN_metrics.json` / `ymodel-seedN_metrics.json`, a `summary.md` table (test
 answer-digit accuracy on the last 2 examples of each task, accuracy on the 1st to last example of a task, the gain
 of the 4th example over the 1st that issue 27 calls "uses its context" at 0.2 or more, validation accuracy, CPU
 seconds from `train.cpu_time_s`), mean ± sd over seeds per model, least squares on the same rows, and with --plot
-accuracy against the example index (mean over seeds, one thin line per seed).
+accuracy against the example index (mean over seeds, one thin line per seed). With --analysis (the
+`slowfast_analysis.json` of `python -m hf_icl.analysis slowfast`, one per seed), a second table: the specialised
+(folded) model beside the frozen-y forward on the same task segments, the largest logit difference between them, and
+R² of the task's (a, b) from ⟨y⟩ on held-out records, per seed and mean ± sd; and the folded model's accuracy is
+added to that seed's y-model record as `test.model.answer_accuracy_specialised` (with
+`answer_accuracy_specialised_source` naming the analysis file), the number the report's P3 "specialised" row reads.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import statistics
 from collections import defaultdict
 from pathlib import Path
@@ -43,6 +51,58 @@ def mean_sd(values: list[float]) -> str:
     return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f} ({len(values)} seeds)"
 
 
+def attach_specialised(files: list[Path], loaded: list[tuple[str, dict]], output: Path) -> None:
+    """Add each analysis's folded-model accuracy to the collected record of the y-model it analysed (by seed)."""
+    records = dict(loaded)
+    for file in files:
+        result = json.loads(file.read_text())
+        seed = re.search(r"seed=(\d+)", result["checkpoint"]).group(1)
+        name = f"ymodel-seed{seed}"
+        if name not in records:
+            raise SystemExit(f"{file}: analysed {result['checkpoint']}, but no collected run is named {name}")
+        model = records[name]["test"]["model"]
+        model["answer_accuracy_specialised"] = result["answer_accuracy"]["specialised, folded (segment)"]
+        model["answer_accuracy_specialised_source"] = str(file)
+        (output / f"{name}_metrics.json").write_text(json.dumps(records[name], indent=2) + "\n")
+
+
+def analysis_lines(files: list[Path]) -> list[str]:
+    """The folded-model and ⟨y⟩ table of the slow/fast analyses in `files`."""
+    lines = [
+        "",
+        "Specialised (folded) model and ⟨y⟩ (`python -m hf_icl.analysis slowfast`, one per seed; answer accuracy on "
+        "the same task segments, R² on held-out records):",
+        "",
+        "| y-model | y-model (segment, own y) | frozen y (same segments) | specialised, folded | largest logit "
+        "difference | R² a from ⟨y⟩ | R² b from ⟨y⟩ |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    columns = defaultdict(list)
+    for file in files:
+        result = json.loads(file.read_text())
+        accuracy, fit = result["answer_accuracy"], result["fit"]
+        seed = re.search(r"seed=(\d+)", result["checkpoint"])
+        values = {
+            "own": accuracy["y-model (segment, own y)"],
+            "frozen": accuracy["frozen y, same segments as folded"],
+            "folded": accuracy["specialised, folded (segment)"],
+            "r2_a": fit["r2_a"],
+            "r2_b": fit["r2_b"],
+        }
+        for key, value in values.items():
+            columns[key].append(value)
+        lines.append(
+            f"| seed {seed.group(1) if seed else '?'} | {values['own']:.3f} | {values['frozen']:.3f} | "
+            f"{values['folded']:.3f} | {result['folded_max_abs_logit_difference']:.1e} | {values['r2_a']:.3f} | "
+            f"{values['r2_b']:.3f} |"
+        )
+    if len(files) > 1:
+        keys = ("own", "frozen", "folded", "r2_a", "r2_b")
+        cells = [mean_sd(columns[k]).rsplit(" (", 1)[0] for k in keys]
+        lines.append(f"| mean ± sd | {cells[0]} | {cells[1]} | {cells[2]} | | {cells[3]} | {cells[4]} |")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--baseline", type=Path, nargs="+", required=True, help="baseline run folders or roots")
@@ -50,6 +110,7 @@ def main() -> None:
     parser.add_argument("--output", type=Path, required=True)
     parser.add_argument("--plot", help="file name of the PNG under --output")
     parser.add_argument("--title", default="")
+    parser.add_argument("--analysis", type=Path, nargs="*", default=[], help="slowfast_analysis.json files")
     args = parser.parse_args()
     loaded = collect(args.baseline, args.output, prefix="baseline-")
     if args.ymodel:
@@ -80,6 +141,9 @@ def main() -> None:
         answers = [m["test"]["model"]["answer_accuracy"] for m in runs]
         uses = sum(g >= USES_CONTEXT for g in gains)
         lines.append(f"| {name} | {mean_sd(answers)} | {mean_sd(gains)} | {uses} of {len(runs)} seeds |")
+    if args.analysis:
+        lines += analysis_lines(args.analysis)
+        attach_specialised(args.analysis, loaded, args.output)
     (args.output / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     if args.plot:
