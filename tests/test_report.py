@@ -272,6 +272,16 @@ def test_seeds_give_mean_and_sd_with_the_tolerance_beside_them(tmp_path):
     assert line.ours == "0.850 ± 0.020 (3 seeds)" and line.tolerance == "±0.03" and line.verdict == "reproduced"
 
 
+def test_a_run_argument_added_later_does_not_split_the_seeds_of_a_setting(tmp_path):
+    """A run made after a new run argument existed records it as null (not given); a run made before has no key.
+    Both are the same setting, so their seeds are one mean."""
+    for seed, accuracy in enumerate([0.83, 0.85, 0.87]):
+        later = {"run_config": {"max_train_minutes": None}} if seed == 2 else {}
+        regbench(tmp_path / "zoo" / f"mamba-s{seed}", "mamba", accuracy, 0.37, seed=seed, **later)
+    line = rate("p1-mamba", tmp_path).lines[0]
+    assert line.ours == "0.850 ± 0.020 (3 seeds)"
+
+
 def test_a_contrast_is_judged_within_one_experiment_and_a_failure_side_needs_the_control(tmp_path):
     # 1,000 steps: the Transformer has not passed the 2-gram baseline, so this experiment cannot show who fails.
     regbench(tmp_path / "short" / "transformer", "transformer", 0.55, 0.62, steps=1000)

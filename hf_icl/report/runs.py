@@ -33,7 +33,8 @@ class RunRecord:
     @property
     def setting(self) -> str:
         config = self.metrics.get("run_config", {})
-        key = {k: v for k, v in config.items() if k not in BOOKKEEPING}
+        # a null argument is one not given: a run made before the argument existed has no key, and is the same setting
+        key = {k: v for k, v in config.items() if k not in BOOKKEEPING and v is not None}
         return json.dumps([self.metrics.get("task"), key], sort_keys=True, default=str)
 
     @property
