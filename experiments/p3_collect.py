@@ -10,8 +10,9 @@ accuracy against the example index (mean over seeds, one thin line per seed). Wi
 `slowfast_analysis.json` of `python -m hf_icl.analysis slowfast`, one per seed), a second table: the specialised
 (folded) model beside the frozen-y forward on the same task segments, the largest logit difference between them, and
 R² of the task's (a, b) from ⟨y⟩ on held-out records, per seed and mean ± sd; and the folded model's accuracy is
-added to that seed's y-model record as `test.model.answer_accuracy_specialised` (with
-`answer_accuracy_specialised_source` naming the analysis file), the number the report's P3 "specialised" row reads.
+added to that seed's y-model record as `test.model.answer_accuracy_specialised`, beside the y-model's own accuracy on
+task segments (`answer_accuracy_segments`) and `answer_accuracy_specialised_source` naming the analysis file: the
+numbers the report's P3 "specialised" row and its folding finding read.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ def attach_specialised(files: list[Path], loaded: list[tuple[str, dict]], output
             raise SystemExit(f"{file}: analysed {result['checkpoint']}, but no collected run is named {name}")
         model = records[name]["test"]["model"]
         model["answer_accuracy_specialised"] = result["answer_accuracy"]["specialised, folded (segment)"]
+        model["answer_accuracy_segments"] = result["answer_accuracy"]["y-model (segment, own y)"]
         model["answer_accuracy_specialised_source"] = str(file)
         (output / f"{name}_metrics.json").write_text(json.dumps(records[name], indent=2) + "\n")
 
