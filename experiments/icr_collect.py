@@ -7,15 +7,18 @@ seconds (`train.cpu_time_s`), the first logged step whose training loss (unnorma
 below d/2 ("escape"), the model's normalised error at i = 1, d, 2d and the last i, and whether the run passes the
 issue-27 bar: error at i = 2d ≤ 0.10 and below averaging and 3-NN at every i ≥ 3. The largest gap to least squares
 before i = d says how closely the curve follows its shape. Regression runs also get their out-of-distribution errors
-at the last i beside least squares'. Sparse-parity runs get their final-example accuracy. `--curves` also copies each
-run's in_context_curves.png. Group statistics (mean ± sd over seeds) are printed for points whose names differ only
-in `seed=`.
+at the last i beside least squares'. Sparse-parity runs get their final-example accuracy, beside the exact GF(2)
+solver's and the best accuracy from x alone (the context-free Bayes rule, by enumeration over x). `--curves` also
+copies each run's in_context_curves.png. Group statistics (mean ± sd over seeds) are printed for points whose names
+differ only in `seed=`.
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import math
 import re
 import shutil
 import statistics
@@ -29,6 +32,17 @@ def runs_under(root: Path) -> list[Path]:
         if "train" in metrics and "test" in metrics and "curves" in metrics["test"]:
             found.append(path.parent)
     return found
+
+
+def context_free_accuracy(d: int, k: int) -> float:
+    """Sparse parity without the context: the best accuracy from x alone, S uniform over the k-subsets of d
+    coordinates (predict the sign most subsets give x), by enumeration over x ∈ {±1}^d."""
+    subsets = list(itertools.combinations(range(d), k))
+    total = 0.0
+    for x in itertools.product((-1, 1), repeat=d):
+        positive = sum(math.prod(x[j] for j in subset) == 1 for subset in subsets) / len(subsets)
+        total += max(positive, 1 - positive)
+    return total / 2**d
 
 
 def dims_at(curriculum: list[str], step: int, final: int) -> int:
@@ -86,7 +100,7 @@ def main(argv=None) -> None:
     lines = [f"# {args.title or dest.name}", "", "Collected by `python experiments/icr_collect.py "
              + " ".join(args.roots) + f" --dest {args.dest}`. CPU s = `train.cpu_time_s` (shared 2-core machine, "
              "1 thread per run). Errors are the package's normalised squared error (test split, 1,280 prompts).", ""]
-    regression, parity, groups = [], [], {}
+    regression, parity, groups, parity_tasks = [], [], {}, {}
     for root in map(Path, args.roots):
         for run in runs_under(root):
             metrics = json.loads((run / "metrics.json").read_text())
@@ -103,6 +117,9 @@ def main(argv=None) -> None:
             if "accuracy_final" in test.get("model", {}):
                 acc = test["model"]["accuracy_final"]
                 parity.append((name, metrics["num_parameters"], steps, cpu, test["model"]["accuracy_mean"], acc))
+                facts = metrics["task_facts"]
+                solver = test["baselines"]["gf2_parity"]["accuracy_final"]
+                parity_tasks[(facts["n_dims"], facts["options"]["k"])] = solver
                 groups.setdefault(key, []).append(acc)
                 continue
             row = regression_row(metrics)
@@ -129,6 +146,9 @@ def main(argv=None) -> None:
                   "|---|---|---|---|---|---|"]
         for name, params, steps, cpu, mean, final in parity:
             lines.append(f"| {name} | {params:,} | {steps} | {cpu:.0f} | {mean:.4f} | {final:.4f} |")
+        for (d, k), solver in sorted(parity_tasks.items()):
+            lines += ["", f"d = {d}, k = {k}: the exact GF(2) solver scores {solver:.4f} on the final example; the "
+                      f"best accuracy from x alone (no context) is {context_free_accuracy(d, k):.5f}."]
     multi = {k: v for k, v in groups.items() if len(v) > 1}
     if multi:
         label = "accuracy (final)" if parity and not regression else "metric (err i=2d or final accuracy)"
