@@ -46,19 +46,29 @@ def row(name: str, metrics: dict) -> str:
     )
 
 
+def spread(values: list[float]) -> str:
+    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f}"
+
+
 def mean_sd(values: list[float]) -> str:
     if len(values) == 1:
         return f"{values[0]:.3f} (1 seed)"
-    return f"{statistics.mean(values):.3f} ± {statistics.stdev(values):.3f} ({len(values)} seeds)"
+    return f"{spread(values)} ({len(values)} seeds)"
 
 
-def attach_specialised(files: list[Path], loaded: list[tuple[str, dict]], output: Path) -> None:
+def analysed_seed(file: Path, result: dict) -> str:
+    """The seed of the y-model checkpoint an analysis read (its `seed=N` run folder)."""
+    found = re.search(r"seed=(\d+)", result["checkpoint"])
+    if found is None:
+        raise SystemExit(f"{file}: the analysed checkpoint {result['checkpoint']} is not in a seed=N run folder")
+    return found.group(1)
+
+
+def attach_specialised(analyses: list[tuple[Path, dict]], loaded: list[tuple[str, dict]], output: Path) -> None:
     """Add each analysis's folded-model accuracy to the collected record of the y-model it analysed (by seed)."""
     records = dict(loaded)
-    for file in files:
-        result = json.loads(file.read_text())
-        seed = re.search(r"seed=(\d+)", result["checkpoint"]).group(1)
-        name = f"ymodel-seed{seed}"
+    for file, result in analyses:
+        name = f"ymodel-seed{analysed_seed(file, result)}"
         if name not in records:
             raise SystemExit(f"{file}: analysed {result['checkpoint']}, but no collected run is named {name}")
         model = records[name]["test"]["model"]
@@ -68,8 +78,8 @@ def attach_specialised(files: list[Path], loaded: list[tuple[str, dict]], output
         (output / f"{name}_metrics.json").write_text(json.dumps(records[name], indent=2) + "\n")
 
 
-def analysis_lines(files: list[Path]) -> list[str]:
-    """The folded-model and ⟨y⟩ table of the slow/fast analyses in `files`."""
+def analysis_lines(analyses: list[tuple[Path, dict]]) -> list[str]:
+    """The folded-model and ⟨y⟩ table of the slow/fast analyses, `(file, its JSON)` per seed."""
     lines = [
         "",
         "Specialised (folded) model and ⟨y⟩ (`python -m hf_icl.analysis slowfast`, one per seed; answer accuracy on "
@@ -80,10 +90,8 @@ def analysis_lines(files: list[Path]) -> list[str]:
         "|---|---|---|---|---|---|---|",
     ]
     columns = defaultdict(list)
-    for file in files:
-        result = json.loads(file.read_text())
+    for file, result in analyses:
         accuracy, fit = result["answer_accuracy"], result["fit"]
-        seed = re.search(r"seed=(\d+)", result["checkpoint"])
         values = {
             "own": accuracy["y-model (segment, own y)"],
             "frozen": accuracy["frozen y, same segments as folded"],
@@ -94,13 +102,12 @@ def analysis_lines(files: list[Path]) -> list[str]:
         for key, value in values.items():
             columns[key].append(value)
         lines.append(
-            f"| seed {seed.group(1) if seed else '?'} | {values['own']:.3f} | {values['frozen']:.3f} | "
+            f"| seed {analysed_seed(file, result)} | {values['own']:.3f} | {values['frozen']:.3f} | "
             f"{values['folded']:.3f} | {result['folded_max_abs_logit_difference']:.1e} | {values['r2_a']:.3f} | "
             f"{values['r2_b']:.3f} |"
         )
-    if len(files) > 1:
-        keys = ("own", "frozen", "folded", "r2_a", "r2_b")
-        cells = [mean_sd(columns[k]).rsplit(" (", 1)[0] for k in keys]
+    if len(analyses) > 1:
+        cells = [spread(columns[k]) for k in ("own", "frozen", "folded", "r2_a", "r2_b")]
         lines.append(f"| mean ± sd | {cells[0]} | {cells[1]} | {cells[2]} | | {cells[3]} | {cells[4]} |")
     return lines
 
@@ -144,8 +151,9 @@ def main() -> None:
         uses = sum(g >= USES_CONTEXT for g in gains)
         lines.append(f"| {name} | {mean_sd(answers)} | {mean_sd(gains)} | {uses} of {len(runs)} seeds |")
     if args.analysis:
-        lines += analysis_lines(args.analysis)
-        attach_specialised(args.analysis, loaded, args.output)
+        analyses = [(file, json.loads(file.read_text())) for file in args.analysis]
+        lines += analysis_lines(analyses)
+        attach_specialised(analyses, loaded, args.output)
     (args.output / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     if args.plot:

@@ -16,7 +16,8 @@ summarises its own tokens as a state at its end; (2) the state entering each chu
 summaries of all earlier chunks and the cached state; (3) within a chunk the logits form a (C × C) matrix per
 channel, masked and max-subtracted, to which the entering state adds one term. Work O(T·C + (T/C)²) per channel,
 least at C ≈ (2T)^{1/3}: `scan_chunk_size` is the largest chunk used, and shorter inputs take C = ⌈(2T)^{1/3}⌉
-(6 at T = 82, where it trains 2.6× faster than C = 16; 16 from T = 1,688 on). The result does not depend on C.
+(6 at T = 82; 16 from T = 1,688 on; `benchmarks/regression_training_step.py` times the T = 82 case). The result
+does not depend on C.
 Recurrent form (decoding): the O(1) update `wkv_step`. Padding: WKV skips padded tokens exactly (distances count
 real tokens only, so padding neither adds to the state nor decays it); token shift reads zeros in their place, which
 is exact for left padding (a row's first real token has no predecessor). The cache keeps the last input (token

@@ -495,7 +495,7 @@ def run_steps(
         state["global_step"] += 1
         step = state["global_step"]
         last = step == total_steps or clock.expired
-        if last and clock.expired:
+        if clock.expired:
             state["stopped_by"] = "max_train_minutes"
         if step % args.log_every == 0 or last:
             values = {name: accelerator.reduce(value.detach(), "mean").item() for name, value in terms.items()}
