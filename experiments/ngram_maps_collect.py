@@ -8,6 +8,10 @@ summarises: per layer, the head with the most `follows_2gram` mass, its ratio to
 the same for `follows_1gram` (induction) and `previous_token`. A recurrent model "forms an n-gram-like head" here
 when some head puts at least twice the chance mass on the keys after the current 2-gram (P1 Fig. 3's Transformer
 head puts most of its mass there). Writes ngram_maps.json and ngram_maps.md.
+
+The control is the Transformer of the same recipe, whose softmax maps were analysed the same way
+(docs/results/analysis/attention/transformer_rope_recipe/attention.json, `--control`): the measurement can say
+"yes" on a model that is known to have 2-gram heads, so a "no" for a recurrent model is a finding, not a blind probe.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 
 SIGNATURES = ("follows_2gram", "follows_1gram", "previous_token")
 THRESHOLD = 2.0  # mass / uniform mass of the best head
+DEFAULT_CONTROL = Path("docs/results/analysis/attention/transformer_rope_recipe/attention.json")
 
 
 def analyse(model_dir: Path, out: Path, rows: int) -> dict:
@@ -52,8 +57,15 @@ def main() -> None:
     parser.add_argument("root", type=Path, help="a sweep output_root, or a folder of run folders with model/")
     parser.add_argument("--dest", type=Path, default=Path("docs/results/ngram_maps"))
     parser.add_argument("--rows", type=int, default=100)
+    parser.add_argument("--control", type=Path, action="append", metavar="ATTENTION_JSON",
+                        help="an already computed attention.json listed as a control row (repeatable; default: "
+                             f"{DEFAULT_CONTROL})")  # fmt: skip
     args = parser.parse_args()
     results = {}
+    for control in args.control or [DEFAULT_CONTROL]:
+        raw = json.loads(control.read_text())
+        results[f"control: {control.parent.name}"] = {"architecture": raw["architecture"], "source": str(control),
+                                                      "signatures": summarise(raw)}  # fmt: skip
     for model_dir in sorted(args.root.glob("*/model")):
         run = model_dir.parent.name
         raw = analyse(model_dir, args.dest / run, args.rows)

@@ -93,11 +93,46 @@ def model_predictions(model, prompts: dict, batch_size: int = 64) -> torch.Tenso
     return torch.cat(outputs)
 
 
+@torch.no_grad()
+def own_step_predictions(model, prompts: dict, batch_size: int = 64) -> torch.Tensor:
+    """ŷ_i of chain-of-thought prompts when the query's step is the model's *own* ŝ_i (CoT inference, P5 Table 1).
+
+    The earlier examples keep their given (x_j, s_j, y_j); ŝ_i is read at x_i (teacher-forced prefix), put in the
+    place of s_i, and ŷ_i read at it. One forward per example on the prefix ending at that step, so it is exact for
+    every architecture (nothing after s_i is seen). Returns (B, n) like `model_predictions`.
+    """
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    inputs = model_inputs(prompts)
+    outputs = []
+    for start in range(0, prompts["xs"].shape[0], batch_size):
+        batch = {key: inputs[key][start : start + batch_size].to(device) for key in ("xs", "ys", "ss")}
+        xs, ys, ss = batch["xs"], batch["ys"], batch["ss"]
+        own_steps = model(xs=xs, ys=ys, ss=ss).step_predictions.to(ss.dtype)  # (b, N, k): ŝ_i at every x_i
+        predictions = []
+        for i in range(ys.shape[1]):
+            steps = torch.cat([ss[:, :i], own_steps[:, i : i + 1]], dim=1)  # (b, i + 1, k)
+            # y_i sits after s_i, so the causal read-out at s_i never sees it
+            prefix = model(xs=xs[:, : i + 1], ys=ys[:, : i + 1], ss=steps).predictions  # (b, i + 1)
+            predictions.append(prefix[:, i])
+        outputs.append(torch.stack(predictions, dim=1).float().cpu())
+    model.train(was_training)
+    return torch.cat(outputs)
+
+
 def evaluate_prompts(task, model, prompts, n_dims, options=None, batch_size=64, baseline_names=None) -> dict:
-    """Scores, curves and summaries of the model (if any) and the baselines on one batch of prompts."""
+    """Scores, curves and summaries of the model (if any) and the baselines on one batch of prompts.
+
+    With chain-of-thought steps (`ss`) the model is scored on its own steps (`own_step_predictions`: the paper's
+    inference), and `results["model_teacher_forced_steps"]` holds its score with the true steps fed in.
+    """
     results = {"model": {}, "baselines": {}, "curves": {}, "skipped_baselines": {}}
     predictors = []
-    if model is not None:
+    if model is not None and "ss" in prompts:
+        predictors.append(("model", lambda p: own_step_predictions(model, p, batch_size)))
+        predictors.append(("model_teacher_forced_steps", lambda p: model_predictions(model, p, batch_size)))
+    elif model is not None:
         predictors.append(("model", lambda p: model_predictions(model, p, batch_size)))
     for name in task_entry(task).baselines if baseline_names is None else baseline_names:
         predictors.append((name, lambda p, name=name: baseline_predictions(name, p)))
@@ -113,8 +148,8 @@ def evaluate_prompts(task, model, prompts, n_dims, options=None, batch_size=64, 
             continue
         sub_mask = subset.get("loss_mask")
         metrics = summary(task, scores, sub_mask)
-        if name == "model":
-            results["model"] = metrics
+        if name.startswith("model"):
+            results[name] = metrics
         else:
             results["baselines"][name] = metrics
             results.setdefault("baseline_prompts", {})[name] = int(scores.shape[0])
