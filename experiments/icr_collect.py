@@ -7,7 +7,10 @@ seconds (`train.cpu_time_s`), the first logged step whose training loss (unnorma
 below d/2 ("escape"), the model's normalised error at i = 1, d, 2d and the last i, and whether the run passes the
 issue-27 bar: error at i = 2d ≤ 0.10 and below averaging and 3-NN at every i ≥ 3. The largest gap to least squares
 before i = d says how closely the curve follows its shape. Regression runs also get their out-of-distribution errors
-at the last i beside least squares'. Sparse-parity runs get their final-example accuracy, beside the exact GF(2)
+at the last i beside least squares'. The other regression tasks of P5 Table 1 (trees, 2-layer networks, sparse and
+outlier regression, chain-of-thought) get one row each: the model's error at the last example beside every baseline
+the task scores on the same prompts (chain-of-thought: on the model's own steps, with the teacher-forced steps
+beside it). Sparse-parity runs get their final-example accuracy, beside the exact GF(2)
 solver's and the best accuracy from x alone (the context-free Bayes rule, by enumeration over x). `--curves` also
 copies each run's in_context_curves.png. Group statistics (mean ± sd over seeds) are printed for points whose names
 differ only in `seed=`.
@@ -88,6 +91,39 @@ def regression_row(metrics: dict) -> dict:
     return row
 
 
+def suite_row(metrics: dict) -> dict:
+    """A Table-1 task other than linear regression: the error at the last example, model beside the baselines."""
+    test = metrics["test"]
+    baselines = {name: values["error_final"] for name, values in test["baselines"].items()}
+    best = min(baselines, key=baselines.get)
+    return {
+        "task": metrics["task"],
+        "facts": test["task_facts"],
+        "i": test["model"].get("final_examples", test["examples"][-1]),
+        "model": test["model"]["error_final"],
+        "teacher_forced": test.get("model_teacher_forced_steps", {}).get("error_final"),
+        "baselines": baselines,
+        "best": best,
+        "below": [name for name, value in baselines.items() if test["model"]["error_final"] < value],
+    }
+
+
+def suite_lines(rows: list) -> list[str]:
+    lines = ["", "P5 Table 1 tasks: normalised error at the final example (i = scored examples before it; outlier "
+             "tasks: the largest i that 90 % of the prompts reach), the model beside every baseline on the same "
+             "prompts (lower is better).", "",
+             "| run | task | d, N | i | params | steps | CPU s | model | teacher-forced steps | baselines | "
+             "model below |", "|---" * 11 + "|"]  # fmt: skip
+    for name, params, steps, cpu, row in rows:
+        facts = row["facts"]
+        cells = ", ".join(f"{k} {v:.3f}" for k, v in row["baselines"].items())
+        forced = "–" if row["teacher_forced"] is None else f"{row['teacher_forced']:.3f}"
+        below = ", ".join(row["below"]) or "none"
+        lines.append(f"| {name} | {row['task']} | {facts['n_dims']}, {facts['n_points']} | {row['i']} | {params:,} | "
+                     f"{steps} | {cpu:.0f} | {row['model']:.3f} | {forced} | {cells} | {below} |")  # fmt: skip
+    return lines
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("roots", nargs="+")
@@ -100,7 +136,7 @@ def main(argv=None) -> None:
     lines = [f"# {args.title or dest.name}", "", "Collected by `python experiments/icr_collect.py "
              + " ".join(args.roots) + f" --dest {args.dest}`. CPU s = `train.cpu_time_s` (shared 2-core machine, "
              "1 thread per run). Errors are the package's normalised squared error (test split, 1,280 prompts).", ""]
-    regression, parity, groups, parity_tasks = [], [], {}, {}
+    regression, parity, suite, groups, parity_tasks = [], [], [], {}, {}
     for root in map(Path, args.roots):
         for run in runs_under(root):
             metrics = json.loads((run / "metrics.json").read_text())
@@ -121,6 +157,11 @@ def main(argv=None) -> None:
                 solver = test["baselines"]["gf2_parity"]["accuracy_final"]
                 parity_tasks[(facts["n_dims"], facts["options"]["k"])] = solver
                 groups.setdefault(key, []).append(acc)
+                continue
+            if metrics["task"] != "linear_regression":
+                row = suite_row(metrics)
+                suite.append((name, metrics["num_parameters"], steps, cpu, row))
+                groups.setdefault(key, []).append(row["model"])
                 continue
             row = regression_row(metrics)
             regression.append((name, metrics["num_parameters"], steps, cpu, row))
@@ -149,6 +190,8 @@ def main(argv=None) -> None:
         for (d, k), solver in sorted(parity_tasks.items()):
             lines += ["", f"d = {d}, k = {k}: the exact GF(2) solver scores {solver:.4f} on the final example; the "
                       f"best accuracy from x alone (no context) is {context_free_accuracy(d, k):.5f}."]
+    if suite:
+        lines += suite_lines(suite)
     multi = {k: v for k, v in groups.items() if len(v) > 1}
     if multi:
         label = "accuracy (final)" if parity and not regression else "metric (err i=2d or final accuracy)"

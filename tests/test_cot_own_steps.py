@@ -38,6 +38,6 @@ def test_cot_results_hold_own_and_teacher_forced_scores():
     results = evaluate_prompts("cot_io", model, prompts, 4, {"hidden_size": 3}, baseline_names=("least_squares",))
     own = ((own_step_predictions(model, prompts) - prompts["ys"]) ** 2 / 4)[:, -1].mean()
     assert results["model"]["error_final"] == pytest.approx(float(own), rel=1e-5)
-    assert set(results["model_teacher_forced_steps"]) == {"error_mean", "error_final"}
+    assert set(results["model_teacher_forced_steps"]) == {"error_mean", "error_final", "final_examples"}
     assert results["model"] != results["model_teacher_forced_steps"]
     assert set(results["curves"]) == {"model", "model_teacher_forced_steps", "least_squares"}

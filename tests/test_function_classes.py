@@ -232,7 +232,13 @@ def test_scores_and_curves_on_a_hand_computed_case():
     scores = example_scores("linear_regression", torch.tensor([[0.0, 0.0, 1.0]]), prompts, n_dims=2)
     assert scores.tolist() == [[0.5, 2.0, 2.0]]  # (ŷ − y)² / d
     assert curve(scores, prompts["loss_mask"]) == ([0, 1], [0.5, 2.0])  # against clean examples before
-    assert summary("linear_regression", scores, prompts["loss_mask"]) == {"error_mean": 1.25, "error_final": 2.0}
+    expected = {"error_mean": 1.25, "error_final": 2.0, "final_examples": 1}
+    assert summary("linear_regression", scores, prompts["loss_mask"]) == expected
+    # clean counts that vary by prompt: the end of the curve is where 90 % of the prompts still have an example
+    varying = torch.tensor([[True, True, True], [True, False, False]])
+    scores = torch.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+    assert curve(scores, varying) == ([0, 1, 2], [2.5, 2.0, 3.0])
+    assert summary("linear_regression", scores, varying) == {"error_mean": 2.5, "error_final": 2.5, "final_examples": 0}
     parity = example_scores("sparse_parity", torch.tensor([[0.3, -2.0, 0.0]]), {"ys": torch.tensor([[1.0, 1, 1]])}, 10)
     assert parity.tolist() == [[1.0, 0.0, 0.5]]
     vector = example_scores("vector_mqar", torch.zeros(1, 1, 3), {"ys": torch.tensor([[[0.6, 0.8, 0.0]]])}, 3)

@@ -68,12 +68,28 @@ def curve(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[list[int], l
     return counts, values
 
 
+FINAL_SUPPORT = 0.9
+"""`*_final` is read at the largest count of earlier scored examples that this share of the prompts reaches."""
+
+
 def summary(task: str, scores: torch.Tensor, mask) -> dict:
-    """Scalar metrics: the mean over scored examples and the value at the last point of the curve."""
+    """Scalar metrics: the mean over scored examples and the value at the end of the curve.
+
+    Without a mask (or with the same scored examples in every prompt) the end is the last point. Where the number of
+    scored examples varies by prompt (the outlier tasks: clean pairs are a binomial draw), the last points hold only
+    the few prompts with the most clean pairs, so `*_final` is read at the largest count that `FINAL_SUPPORT` of the
+    prompts reach (P5 reads many-outlier regression at the 20th clean example, which nearly every prompt reaches);
+    `final_examples` names that count.
+    """
     name = "accuracy" if FUNCTION_CLASSES[task].metric == "accuracy" else "error"
     mask = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.bool()
-    _, values = curve(scores, mask)
-    return {f"{name}_mean": float(scores[mask].mean()), f"{name}_final": values[-1] if values else float("nan")}
+    counts, values = curve(scores, mask)
+    if not values:
+        return {f"{name}_mean": float(scores[mask].mean()), f"{name}_final": float("nan")}
+    before = torch.cumsum(mask.long(), dim=1) - mask.long()
+    reached = [int((mask & (before == k)).any(dim=1).sum()) for k in counts]  # prompts with a k-th scored example
+    final = max(i for i, n in enumerate(reached) if n >= FINAL_SUPPORT * reached[0])
+    return {f"{name}_mean": float(scores[mask].mean()), f"{name}_final": values[final], "final_examples": counts[final]}
 
 
 @torch.no_grad()

@@ -168,7 +168,8 @@ def _family(task: str, spec: FunctionClass) -> TaskFamily:
         "Sign accuracy (1 + sign(ŷ)·y)/2 against the number of in-context examples"
         if spec.metric == "accuracy"
         else "Squared error of ŷ_i divided by the task's normaliser (d, the sparsity k, or 1), against the number of "
-        "(clean) in-context examples; `error_final` is the last point of the curve"
+        "(clean) in-context examples; `error_final` is the last point of the curve (where clean counts vary by prompt: "
+        "the largest count 90 % of the prompts reach)"
     )
     return TaskFamily(
         name=task,
