@@ -165,7 +165,7 @@ def moving_average(y: torch.Tensor, initial: torch.Tensor, rate: float) -> torch
     Args:
         y: computed y^ℓ, (B, T, d_y).
         initial: (B|1, d_y), the value before the first position.
-        rate: γ in (0, 1].
+        rate: γ in [0, 1] (0: `initial` throughout, the frozen y; 1: y itself).
 
     Returns:
         (B, T, d_y).
@@ -174,7 +174,8 @@ def moving_average(y: torch.Tensor, initial: torch.Tensor, rate: float) -> torch
     t = torch.arange(length, device=y.device, dtype=torch.float64)
     lag = t[:, None] - t[None, :]  # (T, T)
     keep = math.log1p(-rate) if rate < 1 else -math.inf
-    weights = torch.where(lag >= 0, rate * torch.exp(lag.clamp(min=0) * keep), torch.zeros((), dtype=torch.float64))
+    power = torch.where(lag > 0, lag * keep, 0.0)  # log (1 − γ)^{lag}; 0 at lag 0 (no 0 · −inf at γ = 1)
+    weights = torch.where(lag >= 0, rate * torch.exp(power), torch.zeros((), dtype=torch.float64))
     carry = torch.exp((t + 1) * keep)  # (T,) (1 − γ)^{t+1}
     weights, carry = weights.to(y.dtype), carry.to(y.dtype)
     return weights @ y + carry[None, :, None] * initial[:, None, :]

@@ -22,6 +22,11 @@ _VERSION = datasets.Version("1.0.0")  # bump whenever sampling changes
 _STREAMS = {"train": 0, "test": 1, "validation": 2}
 
 
+def split_rng(config, split: str) -> np.random.Generator:
+    """The random stream of one split's rows (the builder's, so an analysis can redraw them without the cache)."""
+    return np.random.default_rng([config.seed, _STREAMS[split]])
+
+
 @dataclasses.dataclass
 class TextMixtureConfig(datasets.BuilderConfig):
     """One text-mixture variant.
@@ -134,7 +139,7 @@ class TextMixtureBuilder(ValidatedBuilder):
         config = self.config
         documents = load_documents(config)
         count = {"train": config.n_train, "validation": config.n_validation, "test": config.n_test}[split]
-        rng = np.random.default_rng([config.seed, _STREAMS[split]])
+        rng = split_rng(config, split)
         names = split_documents(documents, split)
         for i, row in enumerate(sample_mixtures(documents, names, config, count, rng)):
             yield datasets.builder.Key(0, i), row
