@@ -215,3 +215,10 @@ def test_pairwise_tvd_adds_baum_welch_and_lnw(checkpoint, tmp_path):
     assert results["predictors"] == ["truth", "tf", "1-gram", "2-gram", "3-gram", "Baum–Welch", "LNW_b"]
     assert all(results["tvd"][name][name] == 0 for name in results["predictors"])
     assert 0 < results["tvd"]["Baum–Welch"]["truth"] <= 1
+
+
+def test_rows_ignore_the_runs_training_options(checkpoint):
+    """A run's record keeps training options (`train_on_delimiter`) beside the data's; the rows take the data's only."""
+    record = common.training_record(checkpoint)
+    with_training = {**record, "task_options": {**record["task_options"], "train_on_delimiter": True}}
+    assert common.regbench_rows(with_training, "test", 2) == common.regbench_rows(record, "test", 2)

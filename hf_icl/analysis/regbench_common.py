@@ -73,7 +73,8 @@ def regbench_rows(run: dict, split: str, n_rows: int | None = None) -> list[dict
         split: `train`, `validation` or `test`.
         n_rows: how many leading rows (default: all).
     """
-    overrides = dict(run.get("task_options") or {})
+    training = {option.name for option in REGBENCH_FAMILY.training_options}  # run options, not data options
+    overrides = {k: v for k, v in (run.get("task_options") or {}).items() if k not in training}
     if run.get("n_train") is not None:
         overrides["n_train"] = run["n_train"]
     overrides["seed"] = run.get("task_seed") or 0
