@@ -222,3 +222,15 @@ def test_rows_ignore_the_runs_training_options(checkpoint):
     record = common.training_record(checkpoint)
     with_training = {**record, "task_options": {**record["task_options"], "train_on_delimiter": True}}
     assert common.regbench_rows(with_training, "test", 2) == common.regbench_rows(record, "test", 2)
+
+
+def test_figures_draw_the_heads_with_the_most_2gram_mass_when_there_are_many():
+    from hf_icl.analysis.attention import MAX_DRAWN_HEADS, drawn_heads
+
+    many = [0.1, 0.5, 0.2, 0.9, 0.0, 0.3]  # channel-wise maps: more heads than are drawn
+    signatures = {
+        "previous_token": {"per_head": {"1": [1.0] * 6}},
+        "follows_2gram": {"per_head": {"1": many, "2": [0.4, 0.2]}},
+    }
+    assert MAX_DRAWN_HEADS == 4
+    assert drawn_heads(signatures) == {1: [3, 1, 5, 2], 2: [0, 1]}  # few heads: all of them, in order

@@ -191,7 +191,8 @@ def run(args: argparse.Namespace) -> dict:
     row = rows[args.instance]
     _, maps = next(common.attention_maps(model, tokenizer, [row["text"]]))
     window = slice(min(args.start, len(row["text"]) - 2), min(args.start + args.window, len(row["text"])))
-    signatures = head_signatures(model, tokenizer, rows[: args.n_rows], tuple(args.orders))
+    # two rows per batch: channel-wise maps (Mamba: d_inner maps of T × T per layer) take gigabytes at 8
+    signatures = head_signatures(model, tokenizer, rows[: args.n_rows], tuple(args.orders), batch_size=2)
     results = {
         "checkpoint": str(args.checkpoint),
         "architecture": common.architecture_name(model.config),
@@ -212,9 +213,10 @@ def run(args: argparse.Namespace) -> dict:
             "value": "mean attention mass on those keys over queries having at least one; uniform = chance level",
         },
     }
+    drawn = drawn_heads(signatures)
     figures = {
-        "attention_maps.png": plot_maps(maps, axis_labels(row), window, results["architecture"], args.instance),
-        "attention_ngram_heads.png": plot_signatures(signatures, results["architecture"], results["rows"]),
+        "attention_maps.png": plot_maps(maps, axis_labels(row), window, results["architecture"], args.instance, drawn),
+        "attention_ngram_heads.png": plot_signatures(signatures, results["architecture"], results["rows"], drawn),
     }
     common.save_results(common.output_folder(args), "attention", results, figures)
     for name, entry in signatures.items():
@@ -223,19 +225,35 @@ def run(args: argparse.Namespace) -> dict:
     return results
 
 
-def plot_maps(maps: dict, labels: list[str], window: slice, architecture: str, instance: int):
-    """A (layers × heads) grid of heatmaps over the window, `token·state` on both axes."""
+MAX_DRAWN_HEADS = 4
+"""Heads drawn per layer: channel-wise maps (Mamba's d_inner channels, S4's, ...) have over a hundred per layer."""
+
+
+def drawn_heads(signatures: dict) -> dict[int, list[int]]:
+    """Per layer, the heads the figures show: all of them up to `MAX_DRAWN_HEADS`, else those with the most mass
+    on the keys after the current 2-gram (else the first signature's), in that order."""
+    name = "follows_2gram" if "follows_2gram" in signatures else next(iter(signatures))
+    drawn = {}
+    for layer, values in signatures[name]["per_head"].items():
+        order = np.argsort(values)[::-1] if len(values) > MAX_DRAWN_HEADS else np.arange(len(values))
+        drawn[int(layer)] = [int(h) for h in order[:MAX_DRAWN_HEADS]]
+    return drawn
+
+
+def plot_maps(maps: dict, labels: list[str], window: slice, architecture: str, instance: int, drawn: dict):
+    """A (layers × drawn heads) grid of heatmaps over the window, `token·state` on both axes."""
     plt = common.pyplot()
-    layers, heads = len(maps), max(m.shape[0] for m in maps.values())
+    layers, heads = len(maps), max(len(drawn[layer]) for layer in maps)
     size = 2.2 + 0.11 * (window.stop - window.start)
     fig, axes = plt.subplots(layers, heads, figsize=(size * heads, size * layers), squeeze=False)
     ticks = labels[window]
     for r, (layer, attention) in enumerate(sorted(maps.items())):
-        for h in range(heads):
-            ax = axes[r, h]
-            if h >= attention.shape[0]:
+        for column in range(heads):
+            ax = axes[r, column]
+            if column >= len(drawn[layer]):
                 ax.axis("off")
                 continue
+            h = drawn[layer][column]
             ax.imshow(attention[h, window, window], cmap="viridis", vmin=0, vmax=1)
             ax.set_xticks(range(len(ticks)), ticks, rotation=90, fontsize=6)
             ax.set_yticks(range(len(ticks)), ticks, fontsize=6)
@@ -245,11 +263,11 @@ def plot_maps(maps: dict, labels: list[str], window: slice, architecture: str, i
     return fig
 
 
-def plot_signatures(signatures: dict, architecture: str, n_rows: int):
-    """Grouped bars: each signature's mass per (layer, head), with the uniform-head chance level."""
+def plot_signatures(signatures: dict, architecture: str, n_rows: int, drawn: dict):
+    """Grouped bars: each signature's mass per drawn (layer, head), with the uniform-head chance level."""
     plt = common.pyplot()
     names = list(signatures)
-    heads = [(layer, h) for layer, values in signatures[names[0]]["per_head"].items() for h in range(len(values))]
+    heads = [(str(layer), h) for layer, chosen in sorted(drawn.items()) for h in chosen]
     fig, ax = plt.subplots(figsize=(max(6, 1.2 * len(heads) * len(names) / 3), 4))
     width = 0.8 / len(names)
     for s, name in enumerate(names):
@@ -267,7 +285,8 @@ def plot_signatures(signatures: dict, architecture: str, n_rows: int):
     ax.set(
         ylim=(0, 1),
         ylabel="attention mass on the signature's keys",
-        title=f"{architecture}: n-gram-head signatures over {n_rows} test rows (dotted: uniform head)",
+        title=f"{architecture}: n-gram-head signatures over {n_rows} test rows (dotted: uniform head; at most "
+        f"{MAX_DRAWN_HEADS} heads per layer, those with the most 2-gram mass)",
     )
     ax.legend(fontsize=8, ncols=len(names))
     fig.tight_layout()
