@@ -28,6 +28,9 @@ DEFAULT_CONTROL = Path("docs/results/analysis/attention/transformer_rope_recipe/
 
 
 def analyse(model_dir: Path, out: Path, rows: int) -> dict:
+    """The analysis of one checkpoint, run once: an `attention.json` already in `out` is read, not recomputed."""
+    if (out / "attention.json").exists():
+        return json.loads((out / "attention.json").read_text())
     out.mkdir(parents=True, exist_ok=True)
     command = [sys.executable, "-m", "hf_icl.analysis", "attention", "--checkpoint", str(model_dir),
                "--output", str(out), "--n-rows", str(rows), "--threads", "1"]  # fmt: skip
