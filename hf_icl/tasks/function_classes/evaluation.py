@@ -93,23 +93,26 @@ def summary(task: str, scores: torch.Tensor, mask) -> dict:
 
 
 @torch.no_grad()
-def model_predictions(model, prompts: dict, batch_size: int = 64) -> torch.Tensor:
-    """The model's in-context predictions for every prompt, in batches (ŷ at x positions; CoT: ŷ at s positions)."""
+def _in_batches(model, prompts: dict, batch_size: int, keys, predict) -> torch.Tensor:
+    """`predict(batch)` over the prompts in batches of `keys` (model inputs), in eval mode, concatenated on the CPU."""
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     inputs = model_inputs(prompts)
     outputs = []
     for start in range(0, prompts["xs"].shape[0], batch_size):
-        batch = {key: value[start : start + batch_size].to(device) for key, value in inputs.items()}
-        batch.pop("targets", None)
-        batch.pop("loss_mask", None)
-        outputs.append(model(**batch).predictions.float().cpu())
+        batch = {key: inputs[key][start : start + batch_size].to(device) for key in keys if key in inputs}
+        outputs.append(predict(batch).float().cpu())
     model.train(was_training)
     return torch.cat(outputs)
 
 
-@torch.no_grad()
+def model_predictions(model, prompts: dict, batch_size: int = 64) -> torch.Tensor:
+    """The model's in-context predictions for every prompt, in batches (ŷ at x positions; CoT: ŷ at s positions)."""
+    keys = ("xs", "ys", "ss", "y_tokens")  # not targets or loss_mask: no loss is needed
+    return _in_batches(model, prompts, batch_size, keys, lambda batch: model(**batch).predictions)
+
+
 def own_step_predictions(model, prompts: dict, batch_size: int = 64) -> torch.Tensor:
     """ŷ_i of chain-of-thought prompts when the query's step is the model's *own* ŝ_i (CoT inference, P5 Table 1).
 
@@ -117,13 +120,8 @@ def own_step_predictions(model, prompts: dict, batch_size: int = 64) -> torch.Te
     place of s_i, and ŷ_i read at it. One forward per example on the prefix ending at that step, so it is exact for
     every architecture (nothing after s_i is seen). Returns (B, n) like `model_predictions`.
     """
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    inputs = model_inputs(prompts)
-    outputs = []
-    for start in range(0, prompts["xs"].shape[0], batch_size):
-        batch = {key: inputs[key][start : start + batch_size].to(device) for key in ("xs", "ys", "ss")}
+
+    def predict(batch):
         xs, ys, ss = batch["xs"], batch["ys"], batch["ss"]
         own_steps = model(xs=xs, ys=ys, ss=ss).step_predictions.to(ss.dtype)  # (b, N, k): ŝ_i at every x_i
         predictions = []
@@ -132,9 +130,9 @@ def own_step_predictions(model, prompts: dict, batch_size: int = 64) -> torch.Te
             # y_i sits after s_i, so the causal read-out at s_i never sees it
             prefix = model(xs=xs[:, : i + 1], ys=ys[:, : i + 1], ss=steps).predictions  # (b, i + 1)
             predictions.append(prefix[:, i])
-        outputs.append(torch.stack(predictions, dim=1).float().cpu())
-    model.train(was_training)
-    return torch.cat(outputs)
+        return torch.stack(predictions, dim=1)
+
+    return _in_batches(model, prompts, batch_size, ("xs", "ys", "ss"), predict)
 
 
 def evaluate_prompts(task, model, prompts, n_dims, options=None, batch_size=64, baseline_names=None) -> dict:
