@@ -23,10 +23,11 @@ declare -A ARGS=(
   [decode_per_token]="--steps 16 --warmup 2"
   [recurrent_mixers_chunked]="--repeats 3 --rounds 2"
   [h3_short_form]="--repeats 3"
+  [training_levers]="--repeats 3 --rounds 2 --steps 20"
 )
 ORDER=(ngram_baseline regbench_generation baum_welch ngram_head linear_attention_chunked gla_fast_forgetting
        mamba_training_step transformer_vs_gpt2 training_throughput regular_gpt_attention regression_training_step
-       decode_per_token recurrent_mixers_chunked h3_short_form)
+       decode_per_token recurrent_mixers_chunked h3_short_form training_levers)
 mkdir -p "$OUT"
 for name in "${@:-${ORDER[@]}}"; do
   [[ -n "${ARGS[$name]+x}" ]] || { echo "unknown benchmark $name (one of: ${ORDER[*]})" >&2; exit 2; }
