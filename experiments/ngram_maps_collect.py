@@ -73,13 +73,17 @@ def main() -> None:
         run = model_dir.parent.name
         raw = analyse(model_dir, args.dest / run, args.rows)
         results[run] = {"architecture": raw["architecture"], "signatures": summarise(raw)}
+        if (model_dir.parent / "metrics.json").exists():  # the run's own test score, beside its maps
+            test = json.loads((model_dir.parent / "metrics.json").read_text())["test"]["model"]
+            results[run]["test"] = {"accuracy": test["accuracy"], "tvd": test["tvd"]}
     (args.dest / "ngram_maps.json").write_text(json.dumps(results, indent=2) + "\n")
-    header = "| run | best 2-gram head (layer) | mass / uniform | induction / uniform | previous token / uniform |"
-    lines = [header + " n-gram-like head? |", "|---|---|---|---|---|---|"]
+    header = "| run | test accuracy / TVD | best 2-gram head (layer) | mass / uniform | induction / uniform |"
+    lines = [header + " previous token / uniform | n-gram-like head? |", "|---|---|---|---|---|---|---|"]
     for run, entry in results.items():
         s = entry["signatures"]
         verdict = "yes" if s["follows_2gram"]["ratio"] >= THRESHOLD else "no"
-        lines.append(f"| {run} | {s['follows_2gram']['best']:.3f} (layer {s['follows_2gram']['best_layer']}) | "
+        score = f"{entry['test']['accuracy']:.3f} / {entry['test']['tvd']:.3f}" if "test" in entry else "–"
+        lines.append(f"| {run} | {score} | {s['follows_2gram']['best']:.3f} (layer {s['follows_2gram']['best_layer']}) | "
                      f"{s['follows_2gram']['ratio']:.2f} | {s['follows_1gram']['ratio']:.2f} | "
                      f"{s['previous_token']['ratio']:.2f} | {verdict} |")  # fmt: skip
     (args.dest / "ngram_maps.md").write_text("\n".join(lines) + "\n")
