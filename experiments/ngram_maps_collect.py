@@ -83,9 +83,9 @@ def main() -> None:
         s = entry["signatures"]
         verdict = "yes" if s["follows_2gram"]["ratio"] >= THRESHOLD else "no"
         score = f"{entry['test']['accuracy']:.3f} / {entry['test']['tvd']:.3f}" if "test" in entry else "–"
-        lines.append(f"| {run} | {score} | {s['follows_2gram']['best']:.3f} (layer {s['follows_2gram']['best_layer']}) | "
-                     f"{s['follows_2gram']['ratio']:.2f} | {s['follows_1gram']['ratio']:.2f} | "
-                     f"{s['previous_token']['ratio']:.2f} | {verdict} |")  # fmt: skip
+        best = f"{s['follows_2gram']['best']:.3f} (layer {s['follows_2gram']['best_layer']})"
+        ratios = " | ".join(f"{s[name]['ratio']:.2f}" for name in SIGNATURES)
+        lines.append(f"| {run} | {score} | {best} | {ratios} | {verdict} |")
     (args.dest / "ngram_maps.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
