@@ -33,6 +33,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from ..tasks.documents import load_documents, split_documents
 from ..tasks.text_mixture import CONFIG_FIELDS, TextMixtureConfig, sample_mixtures
+from ..tasks.text_mixture.spec import FAMILY as TEXT_MIXTURE
 from ..tasks.text_mixture.text_mixture import split_rng
 from ..validation import POSITIVE_INT, SEED, Limit, check_limits, check_output_folder
 
@@ -167,8 +168,8 @@ def informed_losses(model, first: torch.Tensor, second: torch.Tensor, rate: floa
 def task_config(model) -> TextMixtureConfig:
     """The text-mixture layout the checkpoint trained on (its `task_options`; the class defaults otherwise)."""
     run = getattr(model.config, "hf_icl_run", None) or {}
-    if run and run.get("task") != "text_mixture":
-        raise ValueError(f"argument --checkpoint: the model was trained on {run.get('task')!r}, not text_mixture")
+    if run and run.get("task") not in TEXT_MIXTURE.tasks:
+        raise ValueError(f"argument --checkpoint: trained on {run.get('task')!r}, not {TEXT_MIXTURE.name}")
     options = {k: v for k, v in (run.get("task_options") or {}).items() if k in CONFIG_FIELDS and k != "seed"}
     return TextMixtureConfig(name="analysis", seed=run.get("task_seed", 0), **options)
 
