@@ -21,6 +21,7 @@ import time
 
 import torch
 from common import add_output_argument, median_time, run_recorded
+from transformers import AutoModelForCausalLM
 
 import hf_icl
 from hf_icl.tasks import load_task
@@ -31,8 +32,6 @@ def recipe_model():
     config = hf_icl.config_for("transformer", "tiny", vocab_size=len(regbench_tokenizer()), num_hidden_layers=4,
                                position_embedding="rope")  # fmt: skip
     torch.manual_seed(0)
-    from transformers import AutoModelForCausalLM
-
     return AutoModelForCausalLM.from_config(config).train()
 
 

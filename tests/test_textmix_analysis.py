@@ -59,6 +59,15 @@ def test_informed_mode_limits():
     assert not torch.allclose(own["frozen"], own["uninformed"])  # the first part's y does change the losses
 
 
+def test_one_pass_gives_the_slow_features_and_the_fast_state_of_separate_passes():
+    model, _ = tiny_model()
+    ids = torch.randint(0, 90, (3, 20))
+    slow, fast = textmix.slow_and_fast(model, ids, batch_size=2)
+    with torch.no_grad():
+        torch.testing.assert_close(slow, model.model.compute_slow_features(ids))
+        torch.testing.assert_close(fast, model(ids, output_hidden_states=True).hidden_states[model.config.slow_layer])
+
+
 def test_textmix_command_end_to_end(tmp_path):
     model, tokenizer = tiny_model()
     model.save_pretrained(tmp_path / "model")

@@ -133,13 +133,17 @@ def character_histograms(ids: torch.Tensor, vocabulary: int) -> np.ndarray:
 
 @torch.no_grad()
 def slow_and_fast(model, ids: torch.Tensor, batch_size: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
-    """y^ℓ and the fast state x^ℓ after the same ℓ blocks, each (N, T, d)."""
+    """y^ℓ and the fast state x^ℓ after the same ℓ blocks, each (N, T, d), from one forward per batch (the model in
+    eval mode, so y^ℓ is what `compute_slow_features` returns)."""
     ell = model.config.slow_layer
     slow, fast = [], []
     for start in range(0, len(ids), batch_size):
-        batch = ids[start : start + batch_size]
-        slow.append(model.model.compute_slow_features(batch))
-        fast.append(model(batch, output_hidden_states=True).hidden_states[ell])  # [0] is the embedding
+        record = {}
+        outputs = model(
+            ids[start : start + batch_size], output_hidden_states=True, block_context={"slow_record": record}
+        )
+        slow.append(record["features"])
+        fast.append(outputs.hidden_states[ell])  # [0] is the embedding
     return torch.cat(slow).float(), torch.cat(fast).float()
 
 

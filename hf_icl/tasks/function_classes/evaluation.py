@@ -55,16 +55,24 @@ def example_scores(task: str, predictions, prompts: dict, n_dims: int, options=N
     return errors / normalizer(task, n_dims, **(options or {}))
 
 
-def curve(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[list[int], list[float]]:
-    """Mean score against the number of scored examples before each scored position."""
-    mask = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.bool()
+def _by_count(scores: torch.Tensor, mask: torch.Tensor) -> tuple[list[int], list[float], list[int]]:
+    """Per number k of scored examples before a scored position: k, the mean score there, and the prompts that have
+    such a position."""
     before = torch.cumsum(mask.long(), dim=1) - mask.long()  # scored examples strictly before each position
-    counts, values = [], []
+    counts, values, prompts = [], [], []
     for k in range(int(before[mask].max()) + 1 if mask.any() else 0):
         chosen = mask & (before == k)
         if chosen.any():
             counts.append(k)
             values.append(float(scores[chosen].mean()))
+            prompts.append(int(chosen.any(dim=1).sum()))
+    return counts, values, prompts
+
+
+def curve(scores: torch.Tensor, mask: torch.Tensor | None) -> tuple[list[int], list[float]]:
+    """Mean score against the number of scored examples before each scored position."""
+    mask = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.bool()
+    counts, values, _ = _by_count(scores, mask)
     return counts, values
 
 
@@ -83,11 +91,9 @@ def summary(task: str, scores: torch.Tensor, mask) -> dict:
     """
     name = "accuracy" if FUNCTION_CLASSES[task].metric == "accuracy" else "error"
     mask = torch.ones_like(scores, dtype=torch.bool) if mask is None else mask.bool()
-    counts, values = curve(scores, mask)
+    counts, values, reached = _by_count(scores, mask)
     if not values:
         return {f"{name}_mean": float(scores[mask].mean()), f"{name}_final": float("nan")}
-    before = torch.cumsum(mask.long(), dim=1) - mask.long()
-    reached = [int((mask & (before == k)).any(dim=1).sum()) for k in counts]  # prompts with a k-th scored example
     final = max(i for i, n in enumerate(reached) if n >= FINAL_SUPPORT * reached[0])
     return {f"{name}_mean": float(scores[mask].mean()), f"{name}_final": values[final], "final_examples": counts[final]}
 
