@@ -9,6 +9,7 @@ same message in every task.
 from __future__ import annotations
 
 import copy
+import zlib
 from collections.abc import Iterator
 
 import datasets
@@ -18,6 +19,20 @@ from ..validation import check_field_values
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 """The splits every builder generates, in generation order."""
+
+SPLIT_STREAMS: dict[str, int] = {"train": 0, "test": 1, "validation": 2}
+"""Each split's index in its random stream (frozen: every cached dataset and committed result was drawn from it)."""
+
+
+def split_stream(seed: int, split: str, name: str | None = None) -> list[int]:
+    """The entropy of one split's random stream: ``[seed, crc32(name), s]``, or ``[seed, s]`` without a name.
+
+    ``s`` is the split's index in :data:`SPLIT_STREAMS`; the name (a task or language) keeps tasks that share a
+    seed apart. Callers append to the list for sub-streams (one per test length or block), so splits and
+    sub-streams never overlap: ``np.random.default_rng(split_stream(seed, "test", "copy") + [length])``.
+    """
+    key = [] if name is None else [zlib.crc32(name.encode("ascii"))]
+    return [seed, *key, SPLIT_STREAMS[split]]
 
 
 class ValidatedBuilder(datasets.GeneratorBasedBuilder):

@@ -21,13 +21,12 @@ test length's rows depend neither on ``n_train`` nor on the rest of the test ran
 from __future__ import annotations
 
 import dataclasses
-import zlib
 from collections.abc import Iterator, Mapping
 
 import datasets
 import numpy as np
 
-from ..builder import ValidatedBuilder, check_counts, check_range
+from ..builder import ValidatedBuilder, check_counts, check_range, split_stream
 from .languages import RECOGNITION_LANGUAGES, TRANSDUCTION_LANGUAGES, ExactLengthSampler, sample_transduction
 
 QUERY_SYMBOL = "?"
@@ -55,7 +54,6 @@ CONFIG_FIELDS: tuple[str, ...] = (
 """Keyword overrides accepted by every task of the suite (``parity_p`` also accepts ``p_one``)."""
 
 _VERSION = datasets.Version("1.0.0")  # bump whenever sampling changes
-_SPLIT_STREAMS = {"train": 0, "test": 1, "validation": 2}
 _TRANSDUCTION_LENGTHS = dict(train_min_length=1, train_max_length=40, test_min_length=41, test_max_length=500)
 _RECOGNITION_LENGTHS = dict(train_min_length=1, train_max_length=50, test_min_length=51, test_max_length=100)
 
@@ -183,7 +181,7 @@ def iter_split(config: RegularLanguageConfig, split: str) -> Iterator[dict]:
     lengths = valid_lengths(config, split)
     dfa = RECOGNITION_LANGUAGES.get(config.language)
     sampler = None if dfa is None else ExactLengthSampler(dfa, max(lengths, default=0))
-    stream = [config.seed, zlib.crc32(config.language.encode("ascii")), _SPLIT_STREAMS[split]]
+    stream = split_stream(config.seed, split, config.language)
     if split == "test":
         for length in lengths:
             rng = np.random.default_rng(stream + [length])

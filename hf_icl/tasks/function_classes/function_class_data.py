@@ -11,18 +11,16 @@ the seed (seed, crc32(config name) … split stream, j), so every split's bytes 
 from __future__ import annotations
 
 import dataclasses
-import zlib
 from collections.abc import Iterator
 
 import datasets
 import numpy as np
 import torch
 
-from ..builder import RowBuilder, check_counts
+from ..builder import RowBuilder, check_counts, split_stream
 from .classes import FUNCTION_CLASSES, output_dim, sample
 
 _VERSION = datasets.Version("1.1.0")  # bump whenever sampling changes
-_SPLIT_STREAMS = {"train": 0, "test": 1, "validation": 2}
 _BLOCK = 256
 ARRAY_KEYS = ("xs", "ys", "ss", "y_tokens", "loss_mask", "targets")
 CITATION = """@inproceedings{park2024mamba,
@@ -111,7 +109,7 @@ def iter_rows(config: FunctionClassConfig, split: str) -> Iterator[dict]:
     """The prompts of one split, in blocks of 256 drawn from (seed, crc32(name), split stream, block)."""
     resolved = config.resolved()
     count = {"train": config.n_train, "validation": config.n_validation, "test": config.n_test}[split]
-    stream = (config.seed, zlib.crc32(config.name.encode()), _SPLIT_STREAMS[split])
+    stream = split_stream(config.seed, split, config.name)
     for block, start in enumerate(range(0, count, _BLOCK)):
         size = min(_BLOCK, count - start)
         prompts = sample(

@@ -15,14 +15,13 @@ validation from ``[seed, k, 2]`` and test group ``g`` (length or n) from ``[seed
 from __future__ import annotations
 
 import dataclasses
-import zlib
 from collections.abc import Iterator
 
 import datasets
 import numpy as np
 
 from ...baselines.copying import NGramCopier, copy_answer, lookup_prefix_answer, lookup_suffix_answer
-from ..builder import RowBuilder, check_counts, check_range
+from ..builder import RowBuilder, check_counts, check_range, split_stream
 from ..family import TaskEntry
 from .copying_sampling import copy_example, duplicate_ngram, lookup_example, pack, single, uniform_string
 from .generative import GenerationTask, span_features, span_queries, span_training_example
@@ -54,7 +53,6 @@ CONFIG_FIELDS: tuple[str, ...] = (
 ``dup_min_ngram``, ``dup_max_ngram``)."""
 
 _VERSION = datasets.Version("1.0.0")  # bump whenever sampling changes
-_SPLIT_STREAMS = {"train": 0, "test": 1, "validation": 2}
 _MAX_ATTEMPTS = 1000
 
 
@@ -174,7 +172,7 @@ def iter_rows(config: CopyingConfig, split: str) -> Iterator[dict]:
         config: a validated :class:`CopyingConfig`.
         split: ``train``, ``validation`` or ``test``.
     """
-    stream = [config.seed, zlib.crc32(config.task.encode("ascii")), _SPLIT_STREAMS[split]]
+    stream = split_stream(config.seed, split, config.task)
     if split == "train":
         examples = _examples(config, np.random.default_rng(stream))
         for _ in range(config.n_train):

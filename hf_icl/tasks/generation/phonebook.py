@@ -14,7 +14,6 @@ Train and validation books have ``train_min_entries .. train_max_entries`` lines
 from __future__ import annotations
 
 import dataclasses
-import zlib
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -23,7 +22,7 @@ import datasets
 import numpy as np
 
 from ...baselines.copying import phonebook_answer
-from ..builder import RowBuilder, check_counts, check_range
+from ..builder import RowBuilder, check_counts, check_range, split_stream
 from ..family import TaskEntry
 from .copying import CITATION
 from .generative import EOS, GenerationTask, span_features, span_queries, span_training_example
@@ -45,7 +44,6 @@ CONFIG_FIELDS: tuple[str, ...] = (
 """Keyword overrides accepted by ``load_task("phonebook", ...)``."""
 
 _VERSION = datasets.Version("1.0.0")  # bump whenever sampling changes
-_SPLIT_STREAMS = {"train": 0, "test": 1, "validation": 2}
 
 
 @cache
@@ -120,7 +118,7 @@ def phone_book(rng: np.random.Generator, entries: int, shots: int = 2) -> dict:
 
 def iter_rows(config: PhonebookConfig, split: str) -> Iterator[dict]:
     """The rows of one split (streams in the module docstring)."""
-    stream = [config.seed, zlib.crc32(b"phonebook"), _SPLIT_STREAMS[split]]
+    stream = split_stream(config.seed, split, "phonebook")
     if split == "test":
         for entries in range(config.test_min_entries, config.test_max_entries + 1, config.test_entries_step):
             rng = np.random.default_rng(stream + [entries])

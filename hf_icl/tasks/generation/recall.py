@@ -18,20 +18,18 @@ without replacement of zoology's ``np.random.choice(replace=False, p=p)``; the f
 from __future__ import annotations
 
 import dataclasses
-import zlib
 from collections.abc import Iterator, Mapping
 
 import datasets
 import numpy as np
 
 from ...baselines.copying import associative_recall_answer, mqar_answer
-from ..builder import RowBuilder, check_counts
+from ..builder import RowBuilder, check_counts, split_stream
 from ..family import TaskEntry
 from .generative import GenerationTask, Query, full_training_example, span_features, span_queries
 from .tokenizers import ASSOCIATIVE_RECALL_SYMBOLS, associative_recall_tokenizer, mqar_symbols, mqar_tokenizer
 
 _VERSION = datasets.Version("1.0.0")  # bump whenever sampling changes
-_SPLIT_STREAMS = {"train": 0, "test": 1, "validation": 2}
 _KEYS, _VALUES = ASSOCIATIVE_RECALL_SYMBOLS[1:20], ASSOCIATIVE_RECALL_SYMBOLS[20:39]
 _QUERY = ASSOCIATIVE_RECALL_SYMBOLS[39]
 ZOOLOGY_CITATION = """@article{arora2023zoology,
@@ -158,7 +156,7 @@ def mqar_arrays(rng: np.random.Generator, n: int, config: RecallConfig) -> tuple
 
 def iter_rows(config: RecallConfig, split: str) -> Iterator[dict]:
     """The rows of one split: ``default_rng([seed, crc32(task), s])`` with ``s`` = 0 train, 1 test, 2 validation."""
-    rng = np.random.default_rng([config.seed, zlib.crc32(config.task.encode("ascii")), _SPLIT_STREAMS[split]])
+    rng = np.random.default_rng(split_stream(config.seed, split, config.task))
     count = {"train": config.n_train, "validation": config.n_validation, "test": config.n_test}[split]
     if config.task == "associative_recall":
         for _ in range(count):

@@ -23,7 +23,7 @@ import datasets
 import numpy as np
 import torch
 
-from ..builder import SPLITS, ValidatedBuilder, check_counts
+from ..builder import ValidatedBuilder, check_counts, split_stream
 from ..online import OnlineSampler
 
 CITATION = """@inproceedings{zhmoginov2024fastslow,
@@ -33,7 +33,6 @@ CITATION = """@inproceedings{zhmoginov2024fastslow,
 """BibTeX of P3."""
 
 _VERSION = datasets.Version("1.0.0")  # bump whenever sampling changes
-_STREAMS = {"train": 0, "test": 1, "validation": 2}
 A_RANGE, B_RANGE = (0.0, 10.0), (-9.0, 10.0)
 SCORED_EXAMPLES = 2
 """The metric scores the answer digits of this many last examples of every task (P3 §4.2)."""
@@ -230,9 +229,6 @@ class ICLArithmeticBuilder(ValidatedBuilder):
     def _generate_examples(self, split: str):
         config = self.config
         count = {"train": config.n_train, "validation": config.n_validation, "test": config.n_test}[split]
-        rng = np.random.default_rng([config.seed, _STREAMS[split]])
+        rng = np.random.default_rng(split_stream(config.seed, split))
         for i, row in enumerate(sample_rows(rng, count, config.n_tasks, config.n_ex, config.digits)):
             yield datasets.builder.Key(0, i), row
-
-
-assert set(_STREAMS) == set(SPLITS)

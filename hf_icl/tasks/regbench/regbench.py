@@ -18,7 +18,7 @@ from collections.abc import Mapping
 import datasets
 import numpy as np
 
-from ..builder import ValidatedBuilder, check_counts, check_range
+from ..builder import ValidatedBuilder, check_counts, check_range, split_stream
 from .sampling import SamplingRanges, sample_automata, sample_texts
 from .tokenizer import REGBENCH_SYMBOLS
 
@@ -28,7 +28,6 @@ REGBENCH_VOCAB: list[str] = REGBENCH_SYMBOLS
 PAD_ID, SEP_ID, VOCAB_SIZE = 0, 19, len(REGBENCH_VOCAB)
 _TOKEN_ID = np.full(256, -1, dtype=np.int64)
 _TOKEN_ID[[ord(t) for t in REGBENCH_VOCAB]] = np.arange(VOCAB_SIZE)
-_SPLIT_STREAMS = {"train": 0, "test": 1, "validation": 2}
 
 CITATION = """@inproceedings{akyurek2024icll,
   title={In-Context Language Learning: Architectures and Algorithms},
@@ -105,7 +104,7 @@ def generate_regbench(config: RegBenchConfig) -> dict[str, list[dict]]:
         ("validation", config.n_validation),
         ("train", config.n_train),
     ):
-        rng = np.random.default_rng([config.seed, _SPLIT_STREAMS[split]])
+        rng = np.random.default_rng(split_stream(config.seed, split))
         automata = sample_automata(rng, ranges, count, taken)
         texts = sample_texts(rng, ranges, automata)
         splits[split] = [

@@ -22,11 +22,10 @@ import itertools
 import datasets
 import numpy as np
 
-from ..builder import ValidatedBuilder, check_counts
+from ..builder import ValidatedBuilder, check_counts, split_stream
 from ..documents import load_documents, split_documents
 
 _VERSION = datasets.Version("1.0.0")  # bump whenever the rows or the tokenizer training change
-_STREAMS = {"train": 0, "test": 1, "validation": 2}
 MIN_VOCAB_SIZE = 257
 """The 256 byte symbols of the ByteLevel alphabet plus the end-of-text token."""
 
@@ -139,6 +138,6 @@ class TextLMBuilder(ValidatedBuilder):
 
     def _generate_examples(self, split: str, documents: dict[str, str]):
         names = list(documents)
-        order = np.random.default_rng([self.config.seed, _STREAMS[split]]).permutation(len(names))
+        order = np.random.default_rng(split_stream(self.config.seed, split)).permutation(len(names))
         for i, index in enumerate(order):
             yield datasets.builder.Key(0, i), {"name": names[index], "text": documents[names[index]]}

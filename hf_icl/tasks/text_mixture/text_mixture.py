@@ -15,16 +15,15 @@ import dataclasses
 import datasets
 import numpy as np
 
-from ..builder import ValidatedBuilder, check_counts, check_range
+from ..builder import ValidatedBuilder, check_counts, check_range, split_stream
 from ..documents import load_documents, split_documents
 
 _VERSION = datasets.Version("1.0.0")  # bump whenever sampling changes
-_STREAMS = {"train": 0, "test": 1, "validation": 2}
 
 
 def split_rng(config, split: str) -> np.random.Generator:
     """The random stream of one split's rows (the builder's, so an analysis can redraw them without the cache)."""
-    return np.random.default_rng([config.seed, _STREAMS[split]])
+    return np.random.default_rng(split_stream(config.seed, split))
 
 
 @dataclasses.dataclass
