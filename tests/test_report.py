@@ -16,6 +16,7 @@ from hf_icl.report import (
     build_report,
     find_runs,
     judge_gap,
+    judge_parity,
     judge_value,
     load_paper_numbers,
 )
@@ -57,7 +58,8 @@ def test_paper_numbers_hold_the_published_values_and_findings():
 @pytest.mark.parametrize(
     "change, message",
     [
-        ({"kind": "guess"}, "kind='guess' is not one of: value, outcome, contrast"),
+        ({"kind": "guess"}, "kind='guess' is not one of: value, outcome, contrast, parity"),
+        ({"kind": "parity", "between": ["p1_table1/gla/tvd"]}, "a parity needs `between`: two entry ids"),
         ({"paper": "P9"}, "paper='P9' is not one of: P1, P2, P3, P4, P5"),
         ({"entries": ["p1_table1/nope/tvd"]}, "entry 'p1_table1/nope/tvd' is not in"),
         ({"kind": "outcome"}, "an outcome needs expect: succeeds | fails and a criterion"),
@@ -104,6 +106,19 @@ def test_contrast_verdicts(ours_better, ours_worse, verdict):
     better, worse = entry(value=0.217), entry(value=0.392)
     assert judge_gap(better, worse, ours_better, ours_worse) == verdict
     assert judge_gap(entry(value=None), worse, 0.23, 0.40) == "reproduced"  # an ordering without numbers
+
+
+@pytest.mark.parametrize(
+    "first, second, verdict",
+    [
+        (0.30, 0.34, "reproduced"),  # 0.04 apart, within the 0.05 of error_final
+        (0.34, 0.30, "reproduced"),  # either side may lead
+        (0.30, 0.36, "not reproduced"),  # 0.06 apart
+        (0.36, 0.30, "not reproduced"),
+    ],
+)
+def test_parity_verdicts(first, second, verdict):
+    assert judge_parity(entry(tolerance=0.05), entry(tolerance=0.05), first, second) == verdict
 
 
 def write_run(folder, task, architecture, model, *, seed=0, steps=3000, epochs=None, overrides=None, lr=3e-3,
@@ -483,3 +498,32 @@ def test_a_claim_about_several_models_is_not_shown_by_one_of_them(tmp_path):
     failing = tmp_path / "only_failing"
     regression_run(failing / "lr" / "transformer", "transformer", 0.5)
     assert rate("p5-linear-regression", failing).verdict == "not reproduced"
+
+
+def test_a_parity_needs_both_models_to_have_learned(tmp_path):
+    """P5 ✓ ✓: Mamba on par with the Transformer on 2NN regression counts only where both beat 3-NN by 0.1; two
+    models that learned nothing tie, and that is no evidence."""
+
+    def run(folder, architecture, error, knn=1.0):
+        write_run(folder, "relu_2nn_regression", architecture, {"error_final": error},
+                  test={"baselines": {"3_nearest_neighbors": {"error_final": knn}}})  # fmt: skip
+
+    def rate_in(experiment):
+        return assess(FINDINGS["p5-relu-2nn-parity"], NUMBERS, find_runs([tmp_path / experiment]))
+
+    run(tmp_path / "untrained" / "transformer", "transformer", 0.99)
+    run(tmp_path / "untrained" / "mamba", "mamba", 0.98)
+    result = rate_in("untrained")
+    assert result.verdict == "inconclusive" and result.reason.startswith("did not train"), result.reason
+    run(tmp_path / "apart" / "transformer", "transformer", 0.30)
+    run(tmp_path / "apart" / "mamba", "mamba", 0.45)
+    result = rate_in("apart")
+    assert result.verdict == "not reproduced" and "apart by more than the tolerance" in result.reason, result.reason
+    assert [line.label for line in result.lines] == ["Transformer vs Mamba (2NN regression)"]
+    run(tmp_path / "close" / "transformer", "transformer", 0.30)
+    run(tmp_path / "close" / "mamba", "mamba", 0.33)
+    result = rate_in("close")
+    assert result.verdict == "reproduced" and "on par within the tolerance" in result.reason, result.reason
+    run(tmp_path / "barely" / "transformer", "transformer", 0.30, knn=0.35)  # only 0.05 below 3-NN: not learned
+    run(tmp_path / "barely" / "mamba", "mamba", 0.33)
+    assert rate_in("barely").verdict == "inconclusive"

@@ -11,6 +11,7 @@ from .papers import (
     Paper,
     PaperNumbers,
     judge_gap,
+    judge_parity,
     judge_value,
     load_paper_numbers,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "find_runs",
     "headline_table",
     "judge_gap",
+    "judge_parity",
     "judge_value",
     "load_paper_numbers",
     "matches",

@@ -13,7 +13,8 @@ Rules (the report prints them):
   the budget is fixed before any result is seen.
 - **Failure findings need a control.** A claim that a model fails (X fails, X ≫ Y) counts a run only if the failing
   model learned the in-range task in it, or the contrasting model succeeded in the same experiment. Runs that meet
-  neither did not train; if no run is left the verdict is **inconclusive: did not train**.
+  neither did not train; if no run is left the verdict is **inconclusive: did not train**. A claim that two models are
+  on par needs the same: both must have learned (two models that learned nothing tie).
 - **Seeds.** A setting's seeds give mean ± sd (the best seed where the paper reports its best); the verdict uses the
   mean, with the tolerance printed beside it.
 - **Counted once.** Each finding and each published number gets one verdict, however many experiments measure it;
@@ -41,6 +42,7 @@ from .papers import (
     PaperNumbers,
     combine,
     judge_gap,
+    judge_parity,
     judge_value,
     meets,
     on_scale,
@@ -225,7 +227,7 @@ def _rate(finding: Finding, entry: Entry, setting: Setting) -> str:
 
 def assess(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) -> Assessment:
     """The verdict on one finding (see the module docstring)."""
-    if finding.kind == "contrast":
+    if finding.kind in ("contrast", "parity"):
         return _assess_contrast(finding, numbers, records)
     result = Assessment(finding, NOT_RUN, "no run measures it")
     verdicts, reasons, groups = [], [], {}
@@ -339,6 +341,9 @@ def _reason(result: Assessment) -> str:
 
 
 def _assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) -> Assessment:
+    """A contrast (`better` wins by more than the tolerance) or a parity (neither side does), pairing runs of one
+    experiment; both sides' runs must meet the control: two models that never learned are neither apart nor on par."""
+    judge = judge_parity if finding.kind == "parity" else judge_gap
     result = Assessment(finding, NOT_RUN, "no experiment measures both sides")
     by_experiment: dict[str, list[tuple]] = {}
     for better_id, worse_id in finding.pairs:
@@ -361,12 +366,16 @@ def _assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunR
                 for b, w in options
                 if passes_control(finding, w, records, worse.task) and passes_control(finding, b, records, better.task)
             ]
-            label = f"{better.row} vs {worse.row} ({better.column})"
+            label = (
+                f"{better.column} vs {worse.column} ({better.row})"
+                if finding.kind == "parity"
+                else f"{better.row} vs {worse.row} ({better.column})"
+            )
             if not trained:
                 aside += 1
                 result.others.append((f"`{experiment}`", label, f"{DID_NOT_TRAIN} (control: {control_text(finding)})"))
                 continue
-            verdicts = {judge_gap(better, worse, b.value(f"test.{better.metric}", better.statistic),
+            verdicts = {judge(better, worse, b.value(f"test.{better.metric}", better.statistic),
                                   w.value(f"test.{worse.metric}", worse.statistic)) for b, w in trained}  # fmt: skip
             verdict = verdicts.pop() if len(verdicts) == 1 else INCONCLUSIVE
             b, w = trained[0]
@@ -409,9 +418,11 @@ def _assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunR
     else:
         result.verdict = kinds.pop()
         where = ", ".join(f"`{e}`" for e in evidence)
-        result.reason = {REPRODUCED: "wins by the paper's margin", DIRECTION_ONLY: "wins, by another margin",
-                         NOT_REPRODUCED: "no clear win", INCONCLUSIVE: "settings without validation numbers disagree"
-                         }[result.verdict] + f" in {where}"  # fmt: skip
+        outcome = {REPRODUCED: "wins by the paper's margin", DIRECTION_ONLY: "wins, by another margin",
+                   NOT_REPRODUCED: "no clear win", INCONCLUSIVE: "settings without validation numbers disagree"}
+        if finding.kind == "parity":
+            outcome |= {REPRODUCED: "on par within the tolerance", NOT_REPRODUCED: "apart by more than the tolerance"}
+        result.reason = outcome[result.verdict] + f" in {where}"  # fmt: skip
     aside = sum(o[2] for o in outcomes.values())
     if aside:
         result.reason += f"; {aside} pair{'s' * (aside != 1)} set aside: {DID_NOT_TRAIN}"

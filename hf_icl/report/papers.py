@@ -2,8 +2,8 @@
 
 A **number** (an `Entry`) is one published value: a table cell, a figure reading, or a Table-1 outcome (✓ / ▲ / ✗).
 A **finding** (a `Finding`) is what a paper claims and what the report gives one verdict: the paper's numbers for a
-model (`value`), a model succeeding or failing (`outcome`), or one model beating another (`contrast`). Each is
-counted once, however many experiments measure it.
+model (`value`), a model succeeding or failing (`outcome`), one model beating another (`contrast`), or two models on
+par (`parity`). Each is counted once, however many experiments measure it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ VERDICTS = (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED, INCONCLUSIVE, NOT_RUN)
 MARKS = {REPRODUCED: "✔", DIRECTION_ONLY: "↗", NOT_REPRODUCED: "✘", INCONCLUSIVE: "?", NOT_RUN: "·"}
 SETTINGS = ("metric", "better", "tolerance", "scale", "reference", "statistic", "unit", "setting", "proxy", "select_on")
 OUTCOMES = {"✓": "succeeds", "✗": "fails", "▲": "gap"}
-KINDS = ("value", "outcome", "contrast")
+KINDS = ("value", "outcome", "contrast", "parity")
 
 
 @dataclass(frozen=True)
@@ -107,7 +107,7 @@ class Finding:
     kind: str
     claim: str
     entries: tuple = ()
-    pairs: tuple = ()  # (better id, worse id) for a contrast
+    pairs: tuple = ()  # (better id, worse id) for a contrast; the two sides of a parity
     criterion: dict | None = None
     expect: str | None = None
     control: tuple = ()
@@ -178,6 +178,12 @@ def _finding(item: dict, numbers: PaperNumbers, path) -> Finding:
         pairs = (
             tuple(zip(better, worse)) if item.get("pairs") == "zip" else tuple((b, w) for b in better for w in worse)
         )
+        entries = tuple(dict.fromkeys(e for pair in pairs for e in pair))
+    elif item["kind"] == "parity":
+        sides = item.get("between") or []
+        if len(sides) != 2:
+            raise ValueError(f"finding {name!r}: a parity needs `between`: two entry ids (or lists of them)")
+        pairs = tuple((a, b) for a in _as_list(sides[0]) for b in _as_list(sides[1]))
         entries = tuple(dict.fromkeys(e for pair in pairs for e in pair))
     else:
         entries = tuple(_as_list(item.get("entries", [])))
@@ -250,6 +256,11 @@ def judge_gap(better: Entry, worse: Entry, measured_better: float, measured_wors
         return REPRODUCED
     theirs = gain(better, better.value, worse.value)
     return REPRODUCED if abs(ours - theirs) <= better.tolerance else DIRECTION_ONLY
+
+
+def judge_parity(first: Entry, second: Entry, measured_first: float, measured_second: float) -> str:
+    """Two models on par in one experiment: reproduced when neither beats the other by more than the tolerance."""
+    return REPRODUCED if abs(gain(first, measured_first, measured_second)) <= first.tolerance else NOT_REPRODUCED
 
 
 def combine(verdicts: list[str]) -> str:
