@@ -24,10 +24,11 @@ declare -A ARGS=(
   [recurrent_mixers_chunked]="--repeats 3 --rounds 2"
   [h3_short_form]="--repeats 3"
   [training_levers]="--repeats 3 --rounds 2 --steps 20"
+  [mamba_mixing_map]="--repeats 3 --rounds 2"
 )
 ORDER=(ngram_baseline regbench_generation baum_welch ngram_head linear_attention_chunked gla_fast_forgetting
        mamba_training_step transformer_vs_gpt2 training_throughput regular_gpt_attention regression_training_step
-       decode_per_token recurrent_mixers_chunked h3_short_form training_levers)
+       decode_per_token recurrent_mixers_chunked h3_short_form training_levers mamba_mixing_map)
 mkdir -p "$OUT"
 for name in "${@:-${ORDER[@]}}"; do
   [[ -n "${ARGS[$name]+x}" ]] || { echo "unknown benchmark $name (one of: ${ORDER[*]})" >&2; exit 2; }

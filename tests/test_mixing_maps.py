@@ -90,6 +90,21 @@ def test_maps_of_hard_forgetting_mixers_stay_finite_and_exact(name):
                                atol=1e-5 * scale, rtol=0)  # fmt: skip
 
 
+@settings(max_examples=10, deadline=None)
+@given(seed=st.integers(0, 10_000), length=st.integers(1, 50), chunk=st.integers(1, 20), padded=st.integers(0, 6))
+def test_mamba_chunked_map_equals_the_direct_sum(seed, length, chunk, padded):
+    """Keys before a block go through the split decay and one matmul; summing every term directly (one block of
+    all T rows) must give the same map, padding included."""
+    mixer, width = mixer_under_test("mamba")
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(2, length, 2 * width, generator=gen)  # the S6 input (B, T, d_inner)
+    mask = torch.arange(length)[None] >= torch.tensor([[0], [min(padded, length - 1)]])
+    with torch.no_grad():
+        direct = mixer.ssm.selective_map(x, mask, chunk=length)
+        chunked = mixer.ssm.selective_map(x, mask, chunk=chunk)
+    torch.testing.assert_close(chunked, direct, atol=1e-6, rtol=1e-5)
+
+
 def tiny(arch):
     torch.manual_seed(0)
     return AutoModelForCausalLM.from_config(hf_icl.config_for(arch, "tiny", vocab_size=20)).eval()

@@ -77,27 +77,43 @@ class SelectiveSSM(nn.Module):
     def state_bytes(self) -> int:
         return self.A_log.numel() * 4
 
-    def selective_map(self, x, mask=None, block: int = 8) -> torch.Tensor:
+    def selective_map(self, x, mask=None, chunk: int = 16) -> torch.Tensor:
         """The exact map (B, d_inner, T, T) of S6 + D from a zero state, per channel d (Mamba's "attention"):
 
             M^d_tj = Σ_n C_t[n] B_j[n] exp(A[d, n] (Δcum_t[d] − Δcum_j[d])) Δ_j[d]   (j ≤ t),   M^d_tt += D[d]
 
-        with Δcum float64 prefix sums (every exponent ≤ 0), `block` channels at a time to bound the (T, T, N) terms.
+        Δcum are float64 prefix sums, so every exponent is a difference ≤ 0. Chunked like the SSD form: blocks of
+        `chunk` query rows t; within a block the terms are summed directly, and for keys j before the block's first
+        position c the decay splits at c into exp(A (Δcum_t − Δcum_{c−1})) · exp(A (Δcum_{c−1} − Δcum_j)), two
+        factors ≤ 1, so those T × c entries are one batched matmul over n instead of T · c · N exponentials.
         """
         delta, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], dim=-1)
         delta = zero_padding(F.softplus(self.dt_proj(delta)), mask).float()  # (B, T, D)
         A = -torch.exp(self.A_log.float())  # (D, N)
-        cum = delta.double().cumsum(1).transpose(1, 2)  # (B, D, T)
-        allowed = causal_key_mask(mask, x.shape[1], x.device)[..., None]  # (B|1, 1, T, T, 1)
-        products = (C.float()[:, :, None, :] * B.float()[:, None, :, :])[:, None]  # (B, 1, T, T, N): C_t[n] B_j[n]
-        rows = []
-        for s in range(0, A.shape[0], block):
-            gap = (cum[:, s : s + block, :, None] - cum[:, s : s + block, None, :]).float()  # (B, b, T, T)
-            decay = (gap[..., None] * A[s : s + block, None, None, :]).masked_fill(allowed == 0, float("-inf")).exp()
-            rows.append((decay * products).sum(-1) * delta.transpose(1, 2)[:, s : s + block, None, :])
-        maps = torch.cat(rows, dim=1)  # (B, D, T, T)
-        real = causal_key_mask(mask, x.shape[1], x.device)[:, 0].diagonal(dim1=-2, dim2=-1)  # (B|1, T)
-        return maps + torch.diag_embed(self.D[None, :, None] * real[:, None])  # + D on the diagonal
+        B, C = B.float(), C.float()  # (B, T, N)
+        cum = delta.double().cumsum(1)  # (B, T, D)
+        batch, length, channels = delta.shape
+        maps = delta.new_zeros(batch, channels, length, length)
+        for start in range(0, length, chunk):
+            end = min(start + chunk, length)
+            # the block's own keys: (B, L, L, D) gaps t − j, each term decayed directly (upper triangle masked)
+            gap = (cum[:, start:end, None] - cum[:, None, start:end]).float()
+            causal = torch.ones(end - start, end - start, dtype=torch.bool, device=x.device).tril()[None, :, :, None]
+            decay = (gap[..., None] * A).masked_fill(~causal[..., None], float("-inf")).exp()  # (B, L, L, D, N)
+            block = torch.einsum("btn,btjdn,bjn->bdtj", C[:, start:end], decay, B[:, start:end])
+            maps[:, :, start:end, start:end] = block * delta[:, start:end].transpose(1, 2)[:, :, None, :]
+            if start == 0:
+                continue
+            # earlier keys j < c = start: both factors of the split decay are ≤ 1
+            boundary = cum[:, start - 1 : start]  # (B, 1, D)
+            rise = ((cum[:, start:end] - boundary).float()[..., None] * A).exp()  # (B, L, D, N), t after c − 1
+            fall = ((boundary - cum[:, :start]).float()[..., None] * A).exp()  # (B, c, D, N), j up to c − 1
+            left = C[:, start:end, None, :] * rise  # (B, L, D, N)
+            right = B[:, :start, None, :] * fall * delta[:, :start, :, None]  # (B, c, D, N)
+            maps[:, :, start:end, :start] = left.permute(0, 2, 1, 3) @ right.permute(0, 2, 3, 1)  # (B, D, L, c)
+        allowed = causal_key_mask(mask, length, x.device)  # (B|1, 1, T, T)
+        real = allowed[:, 0].diagonal(dim1=-2, dim2=-1)  # (B|1, T)
+        return maps * allowed + torch.diag_embed(self.D[None, :, None] * real[:, None])  # + D on the diagonal
 
     def forward(self, x, state=None, mask=None):
         """Apply S6 to `x` (B, T, d_inner); with a `MixerState`, continue from and update its `ssm_state`."""
