@@ -49,6 +49,16 @@ def explicit_scores(query, key, b):
     return (decay_mask(b, causal) * key[:, None] * query[:, :, None]).sum(-1)
 
 
+def even_chunk_size(length: int, largest: int) -> int:
+    """The chunk length C ≤ `largest` that cuts T into the fewest chunks with the least padding: ⌈T / ⌈T / largest⌉⌉.
+
+    A fixed C pads the last chunk to C (T = 82 with C = 64 computes 128 positions); equal chunks of
+    ⌈T / N⌉ for the same N do the same number of chunk steps on at most N − 1 padded positions.
+    """
+    chunks = -(-length // max(1, largest))
+    return max(1, -(-length // max(1, chunks)))
+
+
 def head_decays(log_decay, batch, length, size, causal):
     """Mask and scales of one decay per head.
 

@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import initialization as init
 
-from .chunk_decays import SAFE_EXPONENT
+from .chunk_decays import SAFE_EXPONENT, even_chunk_size
 from .mixing_maps import MixingMap, report_mixing_map
 from .padding import token_mask, zero_padding
 from .residual import residual_projection
@@ -77,7 +77,7 @@ def dplr_chunked(q, k, v, a, b, log_decay=None, chunk_size: int = 64, initial_st
         `(out (B, H, T, Dv) in v's dtype, final_state (B, H, Dk, Dv) float32)`.
     """
     batch, heads, length, dk = q.shape
-    size = max(1, min(chunk_size, length))
+    size = even_chunk_size(length, chunk_size)
     n = -(-length // size)
     with torch.autocast(q.device.type, enabled=False):
         q, k, v, a, b = (_chunks(x, n, size) for x in (q, k, v, a, b))  # (B, H, N, C, ·)

@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .chunk_decays import KeyDimDecays, head_decays, key_dim_scores, tiled_scores
+from .chunk_decays import KeyDimDecays, even_chunk_size, head_decays, key_dim_scores, tiled_scores
 from .chunk_states import ChunkStates
 from .mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .padding import token_mask, zero_padding
@@ -71,7 +71,7 @@ def chunked_linear_attention(q, k, v, log_decay=None, chunk_size: int = 64, init
         v: (B, H, T, Dv) values.
         log_decay: g ≤ 0, `None` (no decay) or broadcastable to (B, H, T, 1) (one decay per head, fixed or
             data-dependent) or to (B, H, T, Dk) (one per key dimension).
-        chunk_size: chunk length C.
+        chunk_size: the largest chunk length; T is cut into ⌈T / chunk_size⌉ equal chunks (`even_chunk_size`).
         initial_state: (B, H, Dk, Dv) state before the first position, or `None` for zeros.
 
     Returns:
@@ -84,7 +84,7 @@ def chunked_linear_attention(q, k, v, log_decay=None, chunk_size: int = 64, init
             g = g.expand(batch, heads, length, dk if g.shape[-1] == dk else 1)  # (B, H, T, 1|Dk)
         return _fla_chunked(q, k, v, g, initial_state)
     with torch.autocast(q.device.type, enabled=False):  # under mixed precision the recurrence stays in float32
-        out, state = _chunked(q, k, v, log_decay, max(1, min(chunk_size, length)), initial_state)
+        out, state = _chunked(q, k, v, log_decay, even_chunk_size(length, chunk_size), initial_state)
     return out.to(v.dtype), state
 
 
@@ -92,24 +92,31 @@ def _chunked(q, k, v, log_decay, size, initial_state):
     """The pure path of `chunked_linear_attention` with chunks of `size`; returns out (B, H, T, Dv) in float32."""
     batch, heads, length, dk = q.shape
     n = -(-length // size)
-    q, k, v = (_in_chunks(x, n, size) for x in (q, k, v))  # (B, H, N, C, D), contiguous
+    # one q and k for every head (Mamba-2's C and B, expanded): chunk them once, not once per head
+    shared = heads > 1 and q.stride(1) == 0 and k.stride(1) == 0
+    q, k = (_in_chunks(x[:, :1] if shared else x, n, size) for x in (q, k))  # (B, H|1, N, C, Dk)
+    v = _in_chunks(v, n, size)  # (B, H, N, C, Dv), contiguous
     state = None if initial_state is None else initial_state.float()
     causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()  # (C, C): j ≤ i
-    if log_decay is None:
-        out, state = ChunkStates.apply(q, k, v, None, causal.float(), None, None, None, state)
-        return _from_chunks(out, length), state
-    g = log_decay.float().reshape((1,) * (4 - log_decay.dim()) + tuple(log_decay.shape))  # (B|1, H|1, T|1, 1|Dk)
-    if g.shape[-1] == 1 and not g.requires_grad:  # a (C, C) decay mask per head, applied inside ChunkStates
-        mask, *scales, decay = head_decays(g, batch, length, size, causal)
-        out, state = ChunkStates.apply(q, k, v, None, mask, *scales, decay.transpose(-1, -2), state)
-        return _from_chunks(out, length), state
-    if g.shape[-1] == 1:  # one data-dependent decay per head (Mamba-2): (C, C) masks, autograd through them
+    g = None if log_decay is None else log_decay.float()
+    g = None if g is None else g.reshape((1,) * (4 - g.dim()) + tuple(g.shape))  # (B|1, H|1, T|1, 1|Dk)
+    if g is not None and g.shape[-1] == 1 and g.requires_grad:  # one data-dependent decay per head (Mamba-2)
+        # (C, C) decay masks with autograd through them; a shared q and k take one (C, C) product for all heads
         b = _in_chunks(g.expand(batch, heads, length, 1), n, size).double().cumsum(dim=3)  # (B, H, N, C, 1)
         total = b[:, :, :, -1:]  # (B, H, N, 1, 1)
         gaps = (b - b.transpose(-1, -2)).float().masked_fill(~causal, float("-inf"))  # b_i − b_j, (B, H, N, C, C)
-        scores = (q @ k.transpose(-1, -2)) * gaps.exp()
-        q_decayed, k_state = q * b.float().exp(), k * (total - b).float().exp()
+        scores = (q @ k.transpose(-1, -2)) * gaps.exp()  # (B, H, N, C, C)
+        q_decayed, k_state = q * b.float().exp(), k * (total - b).float().exp()  # (B, H, N, C, Dk)
         out, state = ChunkStates.apply(q_decayed, k_state, v, scores, None, None, None, total.float().exp(), state)
+        return _from_chunks(out, length), state
+    if shared:
+        q, k = (x.expand(-1, heads, -1, -1, -1).contiguous() for x in (q, k))  # (B, H, N, C, Dk)
+    if log_decay is None:
+        out, state = ChunkStates.apply(q, k, v, None, causal.float(), None, None, None, state)
+        return _from_chunks(out, length), state
+    if g.shape[-1] == 1:  # a (C, C) decay mask per head, applied inside ChunkStates
+        mask, *scales, decay = head_decays(g, batch, length, size, causal)
+        out, state = ChunkStates.apply(q, k, v, None, mask, *scales, decay.transpose(-1, -2), state)
         return _from_chunks(out, length), state
     g = _in_chunks(g.expand(batch, heads, length, dk), n, size)  # (B, H, N, C, Dk)
     q_decayed, k_intra, k_state, decay, b = KeyDimDecays.apply(q, k, g)
