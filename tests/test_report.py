@@ -527,3 +527,18 @@ def test_a_parity_needs_both_models_to_have_learned(tmp_path):
     run(tmp_path / "barely" / "transformer", "transformer", 0.30, knn=0.35)  # only 0.05 below 3-NN: not learned
     run(tmp_path / "barely" / "mamba", "mamba", 0.33)
     assert rate_in("barely").verdict == "inconclusive"
+
+
+def test_a_p5_table1_contrast_needs_both_models_to_have_learned(tmp_path):
+    """Orthogonal outliers: a Transformer at 0.99 (predicting 0 scores 1.0) shows no win for or against Mamba."""
+
+    def run(folder, architecture, error):
+        write_run(folder, "orthogonal_outlier_regression", architecture, {"error_final": error})
+
+    run(tmp_path / "a" / "transformer", "transformer", 0.99)
+    run(tmp_path / "a" / "mamba", "mamba", 0.95)
+    result = rate("p5-orthogonal-outlier", tmp_path)
+    assert result.verdict == "inconclusive" and result.reason.startswith("did not train"), result.reason
+    run(tmp_path / "b" / "transformer", "transformer", 0.20)
+    run(tmp_path / "b" / "mamba", "mamba", 0.40)
+    assert rate("p5-orthogonal-outlier", tmp_path).verdict == "reproduced"
