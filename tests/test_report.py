@@ -529,16 +529,26 @@ def test_a_parity_needs_both_models_to_have_learned(tmp_path):
     assert rate_in("barely").verdict == "inconclusive"
 
 
-def test_a_p5_table1_contrast_needs_both_models_to_have_learned(tmp_path):
-    """Orthogonal outliers: a Transformer at 0.99 (predicting 0 scores 1.0) shows no win for or against Mamba."""
+def test_a_p5_table1_contrast_needs_the_winning_model_to_have_learned(tmp_path):
+    """Orthogonal outliers: a Transformer at 0.99 (predicting 0 scores 1.0) shows no win for or against Mamba; once
+    it learned, its win counts, also over a Mamba that learned nothing (the same budget and data)."""
 
     def run(folder, architecture, error):
         write_run(folder, "orthogonal_outlier_regression", architecture, {"error_final": error})
 
+    def rate_in(experiment):
+        return assess(FINDINGS["p5-orthogonal-outlier"], NUMBERS, find_runs([tmp_path / experiment]))
+
     run(tmp_path / "a" / "transformer", "transformer", 0.99)
     run(tmp_path / "a" / "mamba", "mamba", 0.95)
-    result = rate("p5-orthogonal-outlier", tmp_path)
+    result = rate_in("a")
     assert result.verdict == "inconclusive" and result.reason.startswith("did not train"), result.reason
     run(tmp_path / "b" / "transformer", "transformer", 0.20)
     run(tmp_path / "b" / "mamba", "mamba", 0.40)
-    assert rate("p5-orthogonal-outlier", tmp_path).verdict == "reproduced"
+    assert rate_in("b").verdict == "reproduced"
+    run(tmp_path / "c" / "transformer", "transformer", 0.20)
+    run(tmp_path / "c" / "mamba", "mamba", 0.99)
+    assert rate_in("c").verdict == "reproduced"
+    run(tmp_path / "d" / "transformer", "transformer", 0.60)  # learned, and Mamba no worse
+    run(tmp_path / "d" / "mamba", "mamba", 0.58)
+    assert rate_in("d").verdict == "not reproduced"
