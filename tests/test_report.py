@@ -500,55 +500,42 @@ def test_a_claim_about_several_models_is_not_shown_by_one_of_them(tmp_path):
     assert rate("p5-linear-regression", failing).verdict == "not reproduced"
 
 
+def p5_pair(folder, task, transformer, mamba, knn=1.0):
+    """The runs of one P5 Table 1 experiment: a Transformer and a Mamba with these final errors, 3-NN's beside."""
+    for architecture, error in (("transformer", transformer), ("mamba", mamba)):
+        write_run(folder / architecture, task, architecture, {"error_final": error},
+                  test={"baselines": {"3_nearest_neighbors": {"error_final": knn}}})  # fmt: skip
+    return find_runs([folder])
+
+
 def test_a_parity_needs_both_models_to_have_learned(tmp_path):
     """P5 ✓ ✓: Mamba on par with the Transformer on 2NN regression counts only where both beat 3-NN by 0.1; two
     models that learned nothing tie, and that is no evidence."""
+    finding = FINDINGS["p5-relu-2nn-parity"]
 
-    def run(folder, architecture, error, knn=1.0):
-        write_run(folder, "relu_2nn_regression", architecture, {"error_final": error},
-                  test={"baselines": {"3_nearest_neighbors": {"error_final": knn}}})  # fmt: skip
+    def rate_pair(name, transformer, mamba, knn=1.0):
+        return assess(finding, NUMBERS, p5_pair(tmp_path / name, "relu_2nn_regression", transformer, mamba, knn))
 
-    def rate_in(experiment):
-        return assess(FINDINGS["p5-relu-2nn-parity"], NUMBERS, find_runs([tmp_path / experiment]))
-
-    run(tmp_path / "untrained" / "transformer", "transformer", 0.99)
-    run(tmp_path / "untrained" / "mamba", "mamba", 0.98)
-    result = rate_in("untrained")
+    result = rate_pair("untrained", 0.99, 0.98)
     assert result.verdict == "inconclusive" and result.reason.startswith("did not train"), result.reason
-    run(tmp_path / "apart" / "transformer", "transformer", 0.30)
-    run(tmp_path / "apart" / "mamba", "mamba", 0.45)
-    result = rate_in("apart")
+    result = rate_pair("apart", 0.30, 0.45)
     assert result.verdict == "not reproduced" and "apart by more than the tolerance" in result.reason, result.reason
     assert [line.label for line in result.lines] == ["Transformer vs Mamba (2NN regression)"]
-    run(tmp_path / "close" / "transformer", "transformer", 0.30)
-    run(tmp_path / "close" / "mamba", "mamba", 0.33)
-    result = rate_in("close")
+    result = rate_pair("close", 0.30, 0.33)
     assert result.verdict == "reproduced" and "on par within the tolerance" in result.reason, result.reason
-    run(tmp_path / "barely" / "transformer", "transformer", 0.30, knn=0.35)  # only 0.05 below 3-NN: not learned
-    run(tmp_path / "barely" / "mamba", "mamba", 0.33)
-    assert rate_in("barely").verdict == "inconclusive"
+    assert rate_pair("barely", 0.30, 0.33, knn=0.35).verdict == "inconclusive"  # 0.05 below 3-NN: not learned
 
 
 def test_a_p5_table1_contrast_needs_the_winning_model_to_have_learned(tmp_path):
     """Orthogonal outliers: a Transformer at 0.99 (predicting 0 scores 1.0) shows no win for or against Mamba; once
     it learned, its win counts, also over a Mamba that learned nothing (the same budget and data)."""
+    finding = FINDINGS["p5-orthogonal-outlier"]
 
-    def run(folder, architecture, error):
-        write_run(folder, "orthogonal_outlier_regression", architecture, {"error_final": error})
+    def rate_pair(name, transformer, mamba):
+        return assess(finding, NUMBERS, p5_pair(tmp_path / name, "orthogonal_outlier_regression", transformer, mamba))
 
-    def rate_in(experiment):
-        return assess(FINDINGS["p5-orthogonal-outlier"], NUMBERS, find_runs([tmp_path / experiment]))
-
-    run(tmp_path / "a" / "transformer", "transformer", 0.99)
-    run(tmp_path / "a" / "mamba", "mamba", 0.95)
-    result = rate_in("a")
+    result = rate_pair("untrained", 0.99, 0.95)
     assert result.verdict == "inconclusive" and result.reason.startswith("did not train"), result.reason
-    run(tmp_path / "b" / "transformer", "transformer", 0.20)
-    run(tmp_path / "b" / "mamba", "mamba", 0.40)
-    assert rate_in("b").verdict == "reproduced"
-    run(tmp_path / "c" / "transformer", "transformer", 0.20)
-    run(tmp_path / "c" / "mamba", "mamba", 0.99)
-    assert rate_in("c").verdict == "reproduced"
-    run(tmp_path / "d" / "transformer", "transformer", 0.60)  # learned, and Mamba no worse
-    run(tmp_path / "d" / "mamba", "mamba", 0.58)
-    assert rate_in("d").verdict == "not reproduced"
+    assert rate_pair("both_learned", 0.20, 0.40).verdict == "reproduced"
+    assert rate_pair("only_the_winner", 0.20, 0.99).verdict == "reproduced"
+    assert rate_pair("no_gap", 0.60, 0.58).verdict == "not reproduced"
