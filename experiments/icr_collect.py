@@ -12,8 +12,9 @@ outlier regression, chain-of-thought) get one row each: the model's error at the
 the task scores on the same prompts (chain-of-thought: on the model's own steps, with the teacher-forced steps
 beside it). Sparse-parity runs get their final-example accuracy, beside the exact GF(2)
 solver's and the best accuracy from x alone (the context-free Bayes rule, by enumeration over x). `--curves` also
-copies each run's in_context_curves.png. Group statistics (mean ± sd over seeds) are printed for points whose names
-differ only in `seed=`.
+copies each run's in_context_curves.png. With several roots (one sweep per architecture over the same points, one
+experiment), each run is named `architecture=A,<point>`. Group statistics (mean ± sd over seeds) are printed for
+points whose names differ only in `seed=`.
 """
 
 from __future__ import annotations
@@ -137,35 +138,36 @@ def main(argv=None) -> None:
              + " ".join(args.roots) + f" --dest {args.dest}`. CPU s = `train.cpu_time_s` (shared 2-core machine, "
              "1 thread per run). Errors are the package's normalised squared error (test split, 1,280 prompts).", ""]
     regression, parity, suite, groups, parity_tasks = [], [], [], {}, {}
-    for root in map(Path, args.roots):
-        for run in runs_under(root):
-            metrics = json.loads((run / "metrics.json").read_text())
-            name = run.name
-            out = dest / name
-            out.mkdir(parents=True, exist_ok=True)
-            shutil.copy(run / "metrics.json", out / "metrics.json")
-            if args.curves and (run / "in_context_curves.png").exists():
-                shutil.copy(run / "in_context_curves.png", out / "in_context_curves.png")
-            steps = metrics["run_config"]["max_steps"]
-            cpu = metrics["train"]["cpu_time_s"]
-            test = metrics["test"]
-            key = re.sub(r"(^|,)seed=\d+", "", name)
-            if "accuracy_final" in test.get("model", {}):
-                acc = test["model"]["accuracy_final"]
-                parity.append((name, metrics["num_parameters"], steps, cpu, test["model"]["accuracy_mean"], acc))
-                facts = metrics["task_facts"]
-                solver = test["baselines"]["gf2_parity"]["accuracy_final"]
-                parity_tasks[(facts["n_dims"], facts["options"]["k"])] = solver
-                groups.setdefault(key, []).append(acc)
-                continue
-            if metrics["task"] != "linear_regression":
-                row = suite_row(metrics)
-                suite.append((name, metrics["num_parameters"], steps, cpu, row))
-                groups.setdefault(key, []).append(row["model"])
-                continue
-            row = regression_row(metrics)
-            regression.append((name, metrics["num_parameters"], steps, cpu, row))
-            groups.setdefault(key, []).append(row["i2d"])
+    runs = [run for root in map(Path, args.roots) for run in runs_under(root)]
+    for run in runs:
+        metrics = json.loads((run / "metrics.json").read_text())
+        # one experiment folder for several sweeps (one per architecture, the same points): runs named by both
+        name = f"architecture={metrics['architecture']},{run.name}" if len(args.roots) > 1 else run.name
+        out = dest / name
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copy(run / "metrics.json", out / "metrics.json")
+        if args.curves and (run / "in_context_curves.png").exists():
+            shutil.copy(run / "in_context_curves.png", out / "in_context_curves.png")
+        steps = metrics["run_config"]["max_steps"]
+        cpu = metrics["train"]["cpu_time_s"]
+        test = metrics["test"]
+        key = re.sub(r"(^|,)seed=\d+", "", name)
+        if "accuracy_final" in test.get("model", {}):
+            acc = test["model"]["accuracy_final"]
+            parity.append((name, metrics["num_parameters"], steps, cpu, test["model"]["accuracy_mean"], acc))
+            facts = metrics["task_facts"]
+            solver = test["baselines"]["gf2_parity"]["accuracy_final"]
+            parity_tasks[(facts["n_dims"], facts["options"]["k"])] = solver
+            groups.setdefault(key, []).append(acc)
+            continue
+        if metrics["task"] != "linear_regression":
+            row = suite_row(metrics)
+            suite.append((name, metrics["num_parameters"], steps, cpu, row))
+            groups.setdefault(key, []).append(row["model"])
+            continue
+        row = regression_row(metrics)
+        regression.append((name, metrics["num_parameters"], steps, cpu, row))
+        groups.setdefault(key, []).append(row["i2d"])
     if regression:
         lines += ["| run | params | steps | CPU s | escape step | err i=1 | max \\|err − LS\\|, i < d | err i=d | "
                   "err i=2d | err last | not below avg/3-NN at i | pass |", "|---" * 12 + "|"]
