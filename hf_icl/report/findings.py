@@ -366,9 +366,9 @@ def _assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunR
                 for b, w in options
                 if passes_control(finding, w, records, worse.task) and passes_control(finding, b, records, better.task)
             ]
-            label = (
+            label = (  # name what differs: the models of one table row, or the rows of one model
                 f"{better.column} vs {worse.column} ({better.row})"
-                if finding.kind == "parity"
+                if better.row == worse.row
                 else f"{better.row} vs {worse.row} ({better.column})"
             )
             if not trained:
