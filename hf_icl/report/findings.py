@@ -14,7 +14,7 @@ Rules (the report prints them):
 - **Failure findings need a control.** A claim that a model fails (X fails, X ≫ Y) counts a run only if the failing
   model learned the in-range task in it, or the contrasting model succeeded in the same experiment. Runs that meet
   neither did not train; if no run is left the verdict is **inconclusive: did not train**. A claim that two models are
-  on par needs the same: both must have learned (two models that learned nothing tie).
+  on par needs one of them to have learned in that experiment (two models that learned nothing tie).
 - **Seeds.** A setting's seeds give mean ± sd (the best seed where the paper reports its best); the verdict uses the
   mean, with the tolerance printed beside it.
 - **Counted once.** Each finding and each published number gets one verdict, however many experiments measure it;
@@ -165,7 +165,7 @@ def passes_control(finding: Finding, setting: Setting, records: list[RunRecord],
         if "same_experiment" in rule:
             r = rule["same_experiment"]
             same = [s for s in settings_of(records, task, r.get("match", {})) if s.experiment == setting.experiment]
-            if any(v is not None and meets(r, v) for v in (s.value(f"test.{r['metric']}") for s in same)):
+            if any(v is not None and meets(r, v) for v in (criterion_value(r, s) for s in same)):
                 return True
     return False
 
@@ -180,7 +180,7 @@ def control_text(finding: Finding) -> str:
         if "same_experiment" in rule:
             r = rule["same_experiment"]
             who = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in r.get("match", {}).items())
-            parts.append(f"a run ({who}) in the same experiment with {r['metric'].split('.')[-1]} {rule_text(r)}")
+            parts.append(f"a run ({who}) in the same experiment with {criterion_name(r)} {rule_text(r)}")
     return " or ".join(parts)
 
 
@@ -342,7 +342,8 @@ def _reason(result: Assessment) -> str:
 
 def _assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) -> Assessment:
     """A contrast (`better` wins by more than the tolerance) or a parity (neither side does), pairing runs of one
-    experiment; both sides' runs must meet the control: two models that never learned are neither apart nor on par."""
+    experiment; both sides' runs must meet the control, which for a parity is that either model learned in that
+    experiment (two models that learned nothing tie; one that learned beside one that did not is a gap)."""
     judge = judge_parity if finding.kind == "parity" else judge_gap
     result = Assessment(finding, NOT_RUN, "no experiment measures both sides")
     by_experiment: dict[str, list[tuple]] = {}
