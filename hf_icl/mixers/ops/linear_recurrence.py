@@ -98,8 +98,8 @@ def _chunked(q, k, v, log_decay, size, initial_state):
     v = _in_chunks(v, n, size)  # (B, H, N, C, Dv), contiguous
     state = None if initial_state is None else initial_state.float()
     causal = torch.ones(size, size, dtype=torch.bool, device=q.device).tril()  # (C, C): j ≤ i
-    g = None if log_decay is None else log_decay.float()
-    g = None if g is None else g.reshape((1,) * (4 - g.dim()) + tuple(g.shape))  # (B|1, H|1, T|1, 1|Dk)
+    g = None if log_decay is None else log_decay.float().reshape((1,) * (4 - log_decay.dim()) + log_decay.shape)
+    # g: (B|1, H|1, T|1, 1|Dk)
     if g is not None and g.shape[-1] == 1 and g.requires_grad:  # one data-dependent decay per head (Mamba-2)
         # (C, C) decay masks with autograd through them; a shared q and k take one (C, C) product for all heads
         b = _in_chunks(g.expand(batch, heads, length, 1), n, size).double().cumsum(dim=3)  # (B, H, N, C, 1)
