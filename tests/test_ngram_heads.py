@@ -363,3 +363,16 @@ def test_train_py_ngram_heads_option():
         parse_args(["--ngram-heads", "1:a"])
     with pytest.raises(ValueError, match="ngram_heads"):
         parse_args(["--ngram-heads", "9:1"])  # small preset has 4 layers
+
+
+def test_a_config_file_takes_the_flags_ngram_heads_syntax(tmp_path):
+    """`overrides: {ngram_heads: "1:1,2,3"}` in a --config file means what `--ngram-heads 1:1,2,3` means."""
+    written = tmp_path / "run.yaml"
+    written.write_text('preset: small\noverrides: {ngram_heads: "1:1,2,3;-2:1:replace"}\n')
+    assert parse_args(["--config", str(written)]).overrides["ngram_heads"] == [
+        {"layer": 1, "orders": [1, 2, 3], "replace": False},
+        {"layer": -2, "orders": [1], "replace": True},
+    ]
+    written.write_text('preset: small\noverrides: {ngram_heads: "1:a"}\n')
+    with pytest.raises(ValueError, match=r"--config: overrides\.ngram_heads entry '1:a' must look like LAYER:ORDERS"):
+        parse_args(["--config", str(written)])

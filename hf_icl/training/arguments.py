@@ -630,6 +630,13 @@ def load_yaml_config(path: Path) -> dict:
     for key in values:
         if key not in known:
             raise ValueError(f"argument --config: field {key!r} is not one of: {', '.join(sorted(known))}")
+    overrides = values.get("overrides")
+    if isinstance(overrides, dict) and isinstance(overrides.get("ngram_heads"), str):  # the flag's own syntax
+        try:
+            values["overrides"] = {**overrides, "ngram_heads": parse_ngram_heads(overrides["ngram_heads"])}
+        except argparse.ArgumentTypeError as err:
+            message = str(err).replace("--ngram-heads", "ngram_heads")
+            raise ValueError(f"argument --config: overrides.{message}") from None
     with naming("--config"):
         fields_only = {key: value for key, value in values.items() if key not in LEGACY_TASK_OPTIONS}
         check_field_values(RunArguments, fields_only)
