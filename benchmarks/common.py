@@ -113,6 +113,13 @@ def add_output_argument(parser) -> None:
     parser.add_argument("--output", metavar="FILE", help="also write the printed tables and the machine facts as JSON")
 
 
+def machine_was_idle(load_start: float, load_end: float, own_threads: int) -> bool:
+    """Whether no other job shared the machine: the 1-minute load stayed below the benchmark's own threads + 0.5.
+    The load average counts the benchmark itself (a one-thread benchmark of a minute or more ends near 1), and a
+    benchmark run right after another starts with the other's decaying load, so "idle" is no load beyond our own."""
+    return max(load_start, load_end) < own_threads + 0.5
+
+
 def run_recorded(main) -> None:
     """Run a benchmark's `main()`; with `--output FILE` on the command line, write what it printed (its tables parsed),
     the command, the machine facts and the load average before and after to FILE as JSON."""
@@ -134,16 +141,16 @@ def run_recorded(main) -> None:
     finally:
         sys.stdout = tee.stream
     load_end = os.getloadavg()
-    text = "".join(tee.parts)
+    text, machine = "".join(tee.parts), machine_facts()
     env = " ".join(f"{k}={os.environ[k]}" for k in ("OMP_NUM_THREADS", "NUMBA_NUM_THREADS") if k in os.environ)
     record = {
         "benchmark": Path(sys.argv[0]).stem,
         "command": " ".join(filter(None, [env, "python", f"benchmarks/{Path(sys.argv[0]).name}", *sys.argv[1:]])),
         "started_utc": started.isoformat(timespec="seconds"),
         "seconds": round((datetime.datetime.now(datetime.timezone.utc) - started).total_seconds(), 1),
-        "machine": machine_facts(),
+        "machine": machine,
         "load_average_1min": {"start": round(load_start[0], 2), "end": round(load_end[0], 2)},
-        "idle": max(load_start[0], load_end[0]) < 0.5,
+        "idle": machine_was_idle(load_start[0], load_end[0], machine["torch_threads"]),
         "tables": markdown_tables(text),
         "output": text,
     }
