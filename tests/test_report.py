@@ -21,7 +21,7 @@ from hf_icl.report import (
     load_paper_numbers,
 )
 from hf_icl.report import main as report_main
-from hf_icl.report.build import HEADLINE_END, HEADLINE_START, headline_table
+from hf_icl.report.build import HEADLINE_END, HEADLINE_START, headline_table, run_table
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = load_paper_numbers()
@@ -542,3 +542,13 @@ def test_a_p5_table1_contrast_needs_the_winning_model_to_have_learned(tmp_path):
     assert rate_pair("both_learned", 0.20, 0.40).verdict == "reproduced"
     assert rate_pair("only_the_winner", 0.20, 0.99).verdict == "reproduced"
     assert rate_pair("no_gap", 0.60, 0.58).verdict == "not reproduced"
+
+
+def test_the_runs_table_names_n_gram_heads_beside_the_architecture(tmp_path):
+    """A Transformer with P1's n-gram heads is not listed as a plain Transformer on the runs page."""
+    heads = [{"layer": 1, "orders": [1, 2, 3], "replace": False}, {"layer": -2, "orders": [1], "replace": True}]
+    write_run(tmp_path / "exp" / "plain", "regbench", "transformer", {"accuracy": 0.9})
+    write_run(tmp_path / "exp" / "ngh", "regbench", "transformer", {"accuracy": 0.95}, overrides={"ngram_heads": heads})
+    header, rows = run_table(find_runs([tmp_path]))
+    column = header.index("architecture")
+    assert {row[0]: row[column] for row in rows} == {"`ngh`": "transformer+ngh1.123+nghr-2.1", "`plain`": "transformer"}

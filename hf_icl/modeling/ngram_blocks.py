@@ -48,6 +48,15 @@ class NgramBlock(nn.Module):
         return hidden_states + self.dropout(self.ffn(self.ffn_norm(hidden_states)))  # (B, T, d)
 
 
+def ngram_heads_label(specs) -> str:
+    """A short name for `config.ngram_heads` to append to an architecture's: `+ngh1.123` for NGH^1,2,3 after layer 1,
+    `+nghr-2.123` where the bundle replaces layer -2; "" without n-gram heads."""
+    return "".join(
+        f"+ngh{'r' if spec.get('replace') else ''}{spec['layer']}.{''.join(map(str, spec['orders']))}"
+        for spec in specs or []
+    )
+
+
 def check_ngram_heads(specs, num_layers: int) -> None:
     """Validate `config.ngram_heads`; errors name the entry, the value and what is allowed."""
     if specs is None:

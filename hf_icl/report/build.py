@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..atomic_files import atomic_path, write_text_atomic  # noqa: E402
+from ..modeling.ngram_blocks import ngram_heads_label  # noqa: E402
 from . import findings as rules  # noqa: E402
 from .document import Document  # noqa: E402
 from .findings import Assessment, Line, assess, fmt, ours_text, paper_text, select, tolerance_text  # noqa: E402
@@ -99,7 +100,8 @@ def run_table(records: list[RunRecord]) -> tuple[list[str], list[list]]:
     for r in sorted(records, key=lambda r: r.name):
         m, train, model = r.metrics, r.metrics.get("train", {}), r.metrics["test"].get("model", {})
         cells = [f"{model[k]:.4g}" if k in model else "–" for k in keys]
-        rows.append([f"`{r.name}`", m.get("task"), m.get("architecture"), m.get("preset"),
+        heads = ngram_heads_label(m.get("run_config", {}).get("overrides", {}).get("ngram_heads"))
+        rows.append([f"`{r.name}`", m.get("task"), f"{m.get('architecture')}{heads}", m.get("preset"),
                      f"{m.get('num_parameters', 0):,}", train.get("steps"), r.seed,
                      "yes" if "validation" in m else "no", *cells])  # fmt: skip
     return header, rows

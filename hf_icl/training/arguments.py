@@ -15,6 +15,7 @@ import yaml
 
 from ..architectures import ARCHITECTURES, list_architectures
 from ..modeling.configuration import check_choice
+from ..modeling.ngram_blocks import ngram_heads_label
 from ..plugins import add_import_argument, preload
 from ..tasks import (
     FAMILIES,
@@ -111,9 +112,7 @@ class RunArguments:
             return Path(self.output_dir)
         n_train = self.n_train or family_of(self.task).run_defaults.get("n_train")
         size = f"-n{n_train}" if n_train else ""
-        arch = self.architecture
-        for spec in self.overrides.get("ngram_heads") or []:  # e.g. retnet+ngh1.123 (r: replace)
-            arch += f"+ngh{'r' if spec.get('replace') else ''}{spec['layer']}.{''.join(map(str, spec['orders']))}"
+        arch = self.architecture + ngram_heads_label(self.overrides.get("ngram_heads"))  # e.g. retnet+ngh1.123
         return Path("outputs") / f"{self.task}{size}-{arch}-{self.preset}-s{self.seed}"
 
     def to_dict(self) -> dict:
