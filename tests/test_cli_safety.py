@@ -27,7 +27,9 @@ from hf_icl.training.checkpoints import RUN_MARKER, run_outputs
 from hf_icl.training.launch import requested_processes, single_process_launch_warning
 
 SMALL_TASK = ["--n-train", "100", "--task-option", "n_test=24", "--task-option", "n_validation=8"]
-TINY_RUN = ["--preset", "tiny", "--report-to", "none", "--threads", "1", "--warmup-steps", "2", *SMALL_TASK]
+TINY_RUN = [
+    "--architecture", "transformer",
+    "--preset", "tiny", "--report-to", "none", "--threads", "1", "--warmup-steps", "2", *SMALL_TASK]
 
 
 def assert_one_line_error(outcome, *fragments):

@@ -6,7 +6,9 @@ import pytest
 
 from hf_icl.training import main
 
-RUN = ["--preset", "tiny", "--max-steps", "6", "--warmup-steps", "1", "--n-train", "100", "--task-option", "n_test=8",
+RUN = [
+    "--architecture", "transformer",
+    "--preset", "tiny", "--max-steps", "6", "--warmup-steps", "1", "--n-train", "100", "--task-option", "n_test=8",
        "--task-option", "n_validation=8", "--report-to", "none", "--threads", "1"]  # fmt: skip
 
 

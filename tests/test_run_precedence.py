@@ -42,6 +42,10 @@ def another_value(task: str, name: str, value):
         return [] if value else [f"{task_entry(task).option_fields[0]}=2:3:1:5"] if online(task) else None
     if name == "task_options":
         return {key: (not v) if isinstance(v, bool) else v + 1 for key, v in value.items()}
+    if name == "overrides":  # each numeric model field one more (the others stay the preset's, merged key by key)
+        return {key: v + 1 for key, v in value.items() if isinstance(v, int) and not isinstance(v, bool)}
+    if isinstance(value, bool):
+        return not value
     if value is None:
         return {"max_steps": 7, "warmup_steps": 3, "epochs": 2.0}[name]
     if isinstance(value, int):
@@ -50,6 +54,10 @@ def another_value(task: str, name: str, value):
 
 
 def as_flags(name: str, value) -> list[str]:
+    if name == "overrides":
+        return [f"--override={key}={v}" for key, v in value.items()]
+    if isinstance(value, bool):
+        return [f"--{'' if value else 'no-'}{flag_of_field(name).removeprefix('--')}"]
     if name == "task_options":
         return [f"--task-option={key}={yaml.safe_dump(v).split(chr(10))[0]}" for key, v in value.items()]
     if name == "curriculum":
@@ -69,8 +77,8 @@ def setting_argv(task: str, preset: str | None, name: str | None = None) -> list
 
 
 def assert_has(args, name: str, value) -> None:
-    if name == "task_options":
-        assert {key: args.task_options[key] for key in value} == value
+    if name in ("task_options", "overrides"):
+        assert {key: getattr(args, name)[key] for key in value} == value
     elif name == "curriculum" and not value:
         assert args.curriculum == []
     else:
@@ -174,3 +182,34 @@ def test_a_config_file_may_write_numbers_in_exponent_notation(tmp_path):
     config.write_text("lr: 1e-5\nmin_lr: 1E-7\nwarmup_start_lr: 0\ntask_preset: paper\n")
     args = parse_args([*BASE, "--config", str(config)])
     assert (args.lr, args.min_lr, args.warmup_start_lr) == (1e-5, 1e-7, 0)
+
+
+def test_a_bare_run_is_the_default_tasks_quickstart_preset():
+    """`accelerate launch train.py` with no choice made trains RegBench's quickstart (the CPU recipe with P1's
+    n-gram heads, 600 steps); bookkeeping flags and explicit values keep it and beat its values."""
+    bare = parse_args(BASE)
+    assert bare.task_preset == "quickstart"
+    assert bare.overrides["ngram_heads"] == [{"layer": 1, "orders": [1, 2, 3], "replace": False}]
+    assert (bare.max_steps, bare.augment, bare.overrides["num_hidden_layers"]) == (600, True, 4)
+    assert "+ngh1.123" in str(bare.resolved_output_dir())
+    shortened = parse_args([*BASE, "--max-steps", "20", "--threads", "1"])
+    assert (shortened.task_preset, shortened.max_steps) == ("quickstart", 20)
+
+
+@pytest.mark.parametrize("choice", [["--architecture", "transformer"], ["--task", "regbench"],
+                                    ["--task-preset", "paper"], ["--config", "CONFIG"]])  # fmt: skip
+def test_any_run_choice_leaves_the_quickstart_preset_out(choice, tmp_path):
+    if choice[-1] == "CONFIG":
+        choice = ["--config", str(tmp_path / "run.yaml")]
+        (tmp_path / "run.yaml").write_text("max_steps: 30\n")
+    args = parse_args([*BASE, *choice])
+    assert args.task_preset != "quickstart" and "ngram_heads" not in args.overrides
+    assert args.max_steps != 600
+
+
+def test_a_family_naming_a_quickstart_preset_it_lacks_is_refused():
+    import dataclasses
+
+    family = FAMILIES["regbench"]
+    with pytest.raises(ValueError, match="quickstart_preset='nope' is not one of its presets: paper, quickstart"):
+        dataclasses.replace(family, quickstart_preset="nope")

@@ -21,7 +21,9 @@ from hf_icl.training.loop import Run, backward_in_micro_batches
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = ROOT / "experiments" / "accelerate"
-RUN = ["--preset", "tiny", "--report-to", "none", "--threads", "1", "--n-train", "100", "--task-option", "n_test=8",
+RUN = [
+    "--architecture", "transformer",
+    "--preset", "tiny", "--report-to", "none", "--threads", "1", "--n-train", "100", "--task-option", "n_test=8",
        "--task-option", "n_validation=8", "--max-steps", "4", "--checkpoint-every", "2", "--log-every", "1", "--lr",
        "1e-3", "--warmup-steps", "2", "--gradient-accumulation-steps", "2"]  # fmt: skip
 TWO_CPU_PROCESSES = ["--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]

@@ -14,7 +14,7 @@ from hf_icl.tasks import TaskRequest, check_task_request, family_of, run_task_op
 from hf_icl.training.arguments import build_parser, parse_args
 from hf_icl.training.checkpoints import resume_differences
 
-BASE = ["--preset", "tiny", "--report-to", "none", "--max-steps", "2"]
+BASE = ["--architecture", "transformer", "--preset", "tiny", "--report-to", "none", "--max-steps", "2"]
 
 
 def parsed(argv: list[str], deprecated: bool = False):

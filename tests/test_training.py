@@ -23,7 +23,9 @@ def free_port() -> int:
 
 ROOT = Path(__file__).resolve().parents[1]
 SMALL_TASK = ["--n-train", "100", "--task-option", "n_test=24", "--task-option", "n_validation=8"]
-TINY_RUN = ["--preset", "tiny", "--report-to", "none", "--threads", "1", "--warmup-steps", "2", *SMALL_TASK]
+TINY_RUN = [
+    "--architecture", "transformer",
+    "--preset", "tiny", "--report-to", "none", "--threads", "1", "--warmup-steps", "2", *SMALL_TASK]
 
 
 def run_train(args, env=None, launcher=None, timeout=600):

@@ -17,7 +17,9 @@ from wandb.proto import wandb_internal_pb2  # in the dev extra: a missing packag
 
 ROOT = Path(__file__).resolve().parents[1]
 STEPS = 4
-RUN = ["--preset", "tiny", "--threads", "1", "--warmup-steps", "1", "--max-steps", str(STEPS), "--log-every", "1",
+RUN = [
+    "--architecture", "transformer",
+    "--preset", "tiny", "--threads", "1", "--warmup-steps", "1", "--max-steps", str(STEPS), "--log-every", "1",
        "--n-train", "100", "--task-option", "n_test=4", "--task-option", "n_validation=4"]  # fmt: skip
 
 

@@ -200,6 +200,9 @@ class TaskFamily:
         plot_name: the file name of that PNG in run and evaluation folders.
         run_defaults: run-argument defaults for this family, e.g. ``{"n_train": 2500}``.
         presets: named run settings (``--task-preset NAME``), each a dict of run-argument values.
+        quickstart_preset: the preset a bare ``train.py`` runs when this family owns the default task (no
+            ``--config``, ``--task``, ``--architecture`` or ``--task-preset`` given), or ``None`` for the family
+            defaults alone.
         metric_note: how to read the metrics, for cards and summaries.
         example_prompt: a prompt for the model card's usage snippet (causal-LM heads).
         augmentation: what ``--augment`` does to this family's training examples (exact symmetries of the data
@@ -223,6 +226,7 @@ class TaskFamily:
     plot_name: str = "test_curves.png"
     run_defaults: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     presets: Mapping[str, Mapping[str, Any]] = dataclasses.field(default_factory=dict)
+    quickstart_preset: str | None = None
     metric_note: str = ""
     example_prompt: str = ""
     augmentation: str | None = None
@@ -234,6 +238,9 @@ class TaskFamily:
     def __post_init__(self):
         if self.head not in HEADS:
             raise ValueError(f"TaskFamily {self.name!r}: head={self.head!r} is not one of: {', '.join(HEADS)}")
+        if self.quickstart_preset is not None and self.quickstart_preset not in self.presets:
+            raise ValueError(f"TaskFamily {self.name!r}: quickstart_preset={self.quickstart_preset!r} is not one of "
+                             f"its presets: {', '.join(sorted(self.presets)) or '(none)'}")
 
 
 FAMILIES: dict[str, TaskFamily] = {}

@@ -27,6 +27,7 @@ def main(argv=None):
     except (ValueError, OSError) as err:  # OSError: the run folder
         usage_error(parser, err)
     with held:
+        announce_quickstart(parsed)
         try:
             resume_from = preflight(parsed.args)
         except (ValueError, OSError) as err:  # OSError: the run folder, or the Hub unreachable (ConnectionError)
@@ -35,6 +36,15 @@ def main(argv=None):
             return train(parsed.args, resume_from, parsed.changes)
         except (ResumeError, RunSetupError) as err:
             usage_error(parser, err)
+
+
+def announce_quickstart(parsed) -> None:
+    """Say, on the first process, that a bare run took the default task's quickstart preset, and how to leave it."""
+    preset = parsed.args.task_preset
+    if preset is None or "task_preset" in parsed.given or os.environ.get("RANK", "0") != "0":
+        return
+    print(f"no --config, --task, --architecture or --task-preset given: training --task-preset {preset} of "
+          f"{parsed.args.task} (see `train.py --help`); give --architecture to train a plain model", flush=True)
 
 
 def folder_lock(args):

@@ -195,7 +195,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--architecture", choices=list_architectures(), help="architecture name")
     parser.add_argument("--task", choices=list_tasks(), help="task name")
     parser.add_argument("--n-train", type=int, help="training instances (default: the task family's)")
-    parser.add_argument("--task-preset", help="named run settings of the task family (see its `presets`)")
+    parser.add_argument("--task-preset", help="named run settings of the task family (see its `presets`); a bare "
+                        "run (no --config, --task, --architecture or --task-preset) uses the default task's "
+                        "quickstart preset: RegBench's 4-layer RoPE Transformer with P1's n-gram heads, 600 steps")
     parser.add_argument("--task-seed", type=int, help="seed of the task generator")
     parser.add_argument("--preset", help="size preset of the architecture (tiny, small, base, ...)")
     parser.add_argument(
@@ -369,13 +371,19 @@ class ParsedRun:
     changes: dict = field(default_factory=dict)
 
 
+BARE_RUN_CHOICES = frozenset({"task", "architecture", "task_preset"})
+"""The run choices whose absence (with no `--config` either) makes a run bare: it gets the default task family's
+`quickstart_preset` (RegBench's: the 4-layer RoPE recipe with P1's n-gram heads, 600 steps)."""
+
+
 def parse_run(argv: list[str] | None = None) -> ParsedRun:
     """Parse `train.py`'s arguments in the order of precedence, validate them, and resolve a resume.
 
     The layers are: the dataclass defaults, the task family's `run_defaults`, the `--task-preset`, the `--config`
     file, the command line (:func:`merge_layers`). A value given explicitly (config file or command line) is never
-    replaced by a default. With `--resume`, the saved run's settings replace the three layers of defaults
-    (:func:`resume_settings`).
+    replaced by a default. A bare run (no `--config`, `--task`, `--architecture` or `--task-preset`) takes the
+    default task family's `quickstart_preset` as its task preset (:data:`BARE_RUN_CHOICES`). With `--resume`, the
+    saved run's settings replace the three layers of defaults (:func:`resume_settings`).
     """
     preload(argv)
     namespace = vars(build_parser().parse_args(argv))
@@ -384,8 +392,12 @@ def parse_run(argv: list[str] | None = None) -> ParsedRun:
     layers.append(("command line", command_line_values(namespace)))
     given = merge_layers(layers)
     move_legacy_task_options(given, layers)
-    defaults = merge_layers(task_layers(given.get("task", RunArguments.task), given.get("task_preset")),
-                            base=defaults_of())  # fmt: skip
+    task, preset = given.get("task", RunArguments.task), given.get("task_preset")
+    if preset is None and not config_path and not set(given) & BARE_RUN_CHOICES and task in list_tasks():
+        preset = family_of(task).quickstart_preset  # a bare `train.py`: the default task's quickstart
+    defaults = merge_layers(task_layers(task, preset), base=defaults_of())
+    if preset is not None:
+        defaults["task_preset"] = preset  # recorded in the run config, so the run says what it ran
     values = merge_layers([("given", given)], base=defaults, conflicts=False)
     args = RunArguments(**with_relative_min_lr(values, defaults, given))
     changes: dict = {}

@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 from ..architectures import config_for
 from ..architectures.heads import build_model
 from ..evaluation.tables import markdown_table
+from ..modeling.ngram_blocks import ngram_heads_label
 from ..modeling.states import state_size_report
 from ..tasks import EvalRequest, TaskData, TaskFamily, TaskRequest, family_of
 from ..validation import check_output_folder, naming, one_line
@@ -612,7 +613,9 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         metrics["setting_changes"] = setting_changes
     write_reports(run.output_dir, metrics, family)
     finish_export(run, model, metrics)
-    print(f"\n{args.architecture} ({args.preset}) on {args.task}, {total_steps} steps; reports in {run.output_dir}")
+    heads = ngram_heads_label(args.overrides.get("ngram_heads"))
+    trained = f"{args.architecture}{heads} ({args.preset}) on {args.task}, {total_steps} steps"
+    print(f"\n{trained}; reports in {run.output_dir}")
     print("\n".join(markdown_table(test)))
     return metrics
 
