@@ -17,7 +17,9 @@ summaries of all earlier chunks and the cached state; (3) within a chunk the log
 channel, masked and max-subtracted, to which the entering state adds one term. Work O(T·C + (T/C)²) per channel,
 least at C ≈ (2T)^{1/3}: `scan_chunk_size` is the largest chunk used, and shorter inputs take C = ⌈(2T)^{1/3}⌉
 (6 at T = 82; 16 from T = 1,688 on; `benchmarks/regression_training_step.py` times the T = 82 case). The result
-does not depend on C.
+does not depend on C. On the CPU, float32 input from an empty state without padding (training, prefill) takes the
+compiled O(T)-per-channel kernel `ops.wkv_numba.NumbaWKV` instead, with this form as its oracle (`wkv`;
+`HF_ICL_SCAN_BACKEND=torch` forces this one).
 Recurrent form (decoding): the O(1) update `wkv_step`. Padding: WKV skips padded tokens exactly (distances count
 real tokens only, so padding neither adds to the state nor decays it); token shift reads zeros in their place, which
 is exact for left padding (a row's first real token has no predecessor). The cache keeps the last input (token
@@ -38,8 +40,14 @@ from transformers import initialization as init
 from .ops.mixing_maps import MixingMap, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
+from .ops.selective_scan import scan_backend
 from .registry import register_mixer
 from .shared_fields import SCAN_CHUNK_SIZE
+
+try:
+    from .ops.wkv_numba import NumbaWKV
+except ImportError:  # numba is missing: the torch path
+    NumbaWKV = None
 
 NEG = -1e38  # "log 0" of an empty state (finite, so NEG − NEG = 0 instead of NaN), as the official kernels use
 
@@ -121,6 +129,17 @@ def wkv_chunked(w, u, k, v, state=None, mask=None, chunk_size: int = 16):
     denominator = scale.sum(-2) + from_own + b0 * from_carry
     z = (numerator / denominator).reshape(batch, chunks * size, channels)[:, :length]
     return z, final
+
+
+def wkv(w, u, k, v, state=None, mask=None, chunk_size: int = 16):
+    """WKV over a whole sequence (`wkv_chunked`'s contract): the compiled CPU kernel (`ops.wkv_numba`) for float32
+    input from an empty state without padding, where `scan_backend` (`HF_ICL_SCAN_BACKEND`) allows numba; the
+    chunked torch form, its oracle, otherwise."""
+    compiled = NumbaWKV is not None and state is None and mask is None and k.dtype == torch.float32
+    if compiled and w.dtype == u.dtype == v.dtype == torch.float32 and scan_backend(w, u, k, v) == "numba":
+        z, *final = NumbaWKV.apply(w.contiguous(), u.contiguous(), k.contiguous(), v.contiguous())
+        return z, tuple(final)
+    return wkv_chunked(w, u, k, v, state, mask, chunk_size)
 
 
 def wkv_step(w, u, k, v, state, real=None):
@@ -228,15 +247,15 @@ class RWKVTimeMix(nn.Module):
         x, k, v, r = self.shifted(hidden_states, mask, last)
         last = x.new_zeros(batch, width) if last is None else last
         w, u = torch.exp(self.time_decay.float()), self.time_first.float()
-        wkv = None if state is None or state.get("a") is None else (state.get("a"), state.get("b"), state.get("p"))
-        if wkv is not None and length == 1:  # decoding: O(1) per token
-            z, wkv = wkv_step(w, u, k[:, 0], v[:, 0], wkv, None if mask is None else mask[:, 0])
+        carried = None if state is None or state.get("a") is None else (state.get("a"), state.get("b"), state.get("p"))
+        if carried is not None and length == 1:  # decoding: O(1) per token
+            z, carried = wkv_step(w, u, k[:, 0], v[:, 0], carried, None if mask is None else mask[:, 0])
             z = z[:, None]
         else:
-            z, wkv = wkv_chunked(w, u, k, v, wkv, mask, balanced_chunk_size(length, self.chunk_size))
+            z, carried = wkv(w, u, k, v, carried, mask, balanced_chunk_size(length, self.chunk_size))
         if state is not None:
             newest = x[:, -1] if mask is None else torch.where(mask[:, -1:], x[:, -1], last)
             state.set("shift", newest)
-            for name, tensor in zip("abp", wkv):
+            for name, tensor in zip("abp", carried):
                 state.set(name, tensor)
         return self.out_proj(torch.sigmoid(r) * z.to(r.dtype))  # (B, T, d)

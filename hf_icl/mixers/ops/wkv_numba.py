@@ -1,0 +1,158 @@
+"""Compiled CPU WKV of RWKV-4, forward and backward (numba; optional, dispatched by :func:`..rwkv.wkv`).
+
+The same maths as the official RWKV-4 kernels (`wkv_cuda.cu`) and as `rwkv.wkv_step`, one pass over time per
+batch row with the channels innermost (vectorised by LLVM, exponentials through :func:`.selective_scan_exp.scan_exp2`):
+
+    A_t = e^{−w} A_{t−1} + e^{k_t} v_t,   B_t = e^{−w} B_{t−1} + e^{k_t},
+    z_t = (A_{t−1} + e^{u+k_t} v_t) / (B_{t−1} + e^{u+k_t}),
+
+kept as (a, b, p) with A = a·e^p, B = b·e^p and p the running largest exponent, so nothing overflows. The torch
+chunked form (`rwkv.wkv_chunked`) spends O(T·C) work per channel in (C × C) logit blocks; this is O(T) per channel,
+which at the in-context-regression length (T = 82) is most of an RWKV training step.
+
+Backward (derived for this file; it is checked against autograd through `wkv_chunked`): with adjoints
+α_t = ∂L/∂A_t and β_t = ∂L/∂B_t of the state after step t, D_t = B_{t−1} + e^{u+k_t} and g_t = ∂L/∂z_t,
+
+    α_{t−1} = g_t / D_t + e^{−w} α_t,      β_{t−1} = −g_t z_t / D_t + e^{−w} β_t,
+    ∂k_t = e^{k_t}(α_t v_t + β_t) + g_t (v_t − z_t) e^{u+k_t} / D_t,   ∂v_t = e^{k_t} α_t + g_t e^{u+k_t} / D_t,
+    ∂u = Σ_t g_t (v_t − z_t) e^{u+k_t} / D_t,   ∂w = −Σ_t e^{−w} (α_t A_{t−1} + β_t B_{t−1}).
+
+The adjoints are kept the same way, (α, β) = (ga, gb)·e^o with o their running largest exponent, and every
+exponential taken is of a difference that is ≤ 0 up to w (p_{s−1} ≥ k_t − w·(s−1−t) for t < s), so none overflows.
+The forward stores the state before each step (3·B·T·C floats) for the backward.
+
+Scope: float32, no initial state and no padding mask (training and prefill from an empty state); the torch path
+serves the rest. Threads: single-threaded, as the selective scan's kernels (see there).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+from numba import njit
+from torch.autograd.function import once_differentiable
+
+from .precision import autocast_off
+from .selective_scan_exp import scan_exp2
+
+LOG2_E = np.float32(1 / math.log(2))
+NEG = np.float32(-1e38)  # "log 0" of the empty state, as in `rwkv.NEG` and the official kernels
+FASTMATH = {"contract"}  # fused multiply-adds only
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def _exp(x):
+    """e^x in float32 via the vectorisable 2^x (0 below about −88, as expf)."""
+    return scan_exp2(x * LOG2_E)
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def wkv_forward(w, u, k, v, z, a_before, b_before, p_before, final):
+    """z (B, T, C) and the states before each step (a, b, p: (B, T, C) each) from w, u (C,) and k, v (B, T, C);
+    final (3, B, C) gets (a, b, p) after the last step."""
+    batch, length, channels = k.shape
+    a = np.empty(channels, k.dtype)
+    b = np.empty(channels, k.dtype)
+    p = np.empty(channels, k.dtype)
+    for n in range(batch):
+        a[:] = 0
+        b[:] = 0
+        p[:] = NEG
+        for t in range(length):
+            k_t, v_t, z_t = k[n, t], v[n, t], z[n, t]
+            a_t, b_t, p_t = a_before[n, t], b_before[n, t], p_before[n, t]
+            for c in range(channels):
+                a_t[c], b_t[c], p_t[c] = a[c], b[c], p[c]
+                own = u[c] + k_t[c]
+                top = p[c] if p[c] > own else own
+                old, new = _exp(p[c] - top), _exp(own - top)
+                z_t[c] = (old * a[c] + new * v_t[c]) / (old * b[c] + new)
+                decayed = p[c] - w[c]
+                top = decayed if decayed > k_t[c] else k_t[c]
+                old, new = _exp(decayed - top), _exp(k_t[c] - top)
+                a[c] = old * a[c] + new * v_t[c]
+                b[c] = old * b[c] + new
+                p[c] = top
+        final[0, n] = a
+        final[1, n] = b
+        final[2, n] = p
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def wkv_backward(w, u, k, v, z, a_before, b_before, p_before, grad_z, grad_k, grad_v, grad_w, grad_u):
+    """Gradients of `wkv_forward` given ∂z (B, T, C): writes grad_k, grad_v (B, T, C) and adds into grad_w, grad_u
+    (C,) (float64). The final state's gradient is taken as zero."""
+    batch, length, channels = k.shape
+    ga = np.empty(channels, k.dtype)
+    gb = np.empty(channels, k.dtype)
+    o = np.empty(channels, k.dtype)
+    sum_w = np.empty(channels, k.dtype)
+    sum_u = np.empty(channels, k.dtype)
+    for n in range(batch):
+        ga[:] = 0
+        gb[:] = 0
+        o[:] = NEG
+        sum_w[:] = 0
+        sum_u[:] = 0
+        for t in range(length - 1, -1, -1):
+            k_t, v_t, z_t, g_t = k[n, t], v[n, t], z[n, t], grad_z[n, t]
+            a_t, b_t, p_t = a_before[n, t], b_before[n, t], p_before[n, t]
+            gk_t, gv_t = grad_k[n, t], grad_v[n, t]
+            for c in range(channels):
+                # through the state after step t: A_t = e^{−w} A_{t−1} + e^{k_t} v_t (and B_t)
+                carried = _exp(k_t[c] + o[c])
+                from_state_k = carried * (ga[c] * v_t[c] + gb[c])
+                from_state_v = carried * ga[c]
+                sum_w[c] -= _exp(o[c] + p_t[c] - w[c]) * (ga[c] * a_t[c] + gb[c] * b_t[c])
+                # through z_t's own term e^{u+k_t}: 1/D_t = e^{−top}/d
+                own = u[c] + k_t[c]
+                top = p_t[c] if p_t[c] > own else own
+                d = b_t[c] * _exp(p_t[c] - top) + _exp(own - top)
+                weight = _exp(own - top) / d  # e^{u+k_t} / D_t
+                to_own = g_t[c] * (v_t[c] - z_t[c]) * weight
+                sum_u[c] += to_own
+                gk_t[c] = from_state_k + to_own
+                gv_t[c] = from_state_v + g_t[c] * weight
+                # adjoint of the state before step t
+                decayed = o[c] - w[c]
+                next_o = decayed if decayed > -top else -top
+                keep, add = _exp(decayed - next_o), _exp(-top - next_o) / d
+                ga[c] = ga[c] * keep + g_t[c] * add
+                gb[c] = gb[c] * keep - g_t[c] * z_t[c] * add
+                o[c] = next_o
+        for c in range(channels):
+            grad_w[c] += sum_w[c]
+            grad_u[c] += sum_u[c]
+
+
+class NumbaWKV(torch.autograd.Function):
+    """Autograd function of the compiled WKV: forward(w, u (C,), k, v (B, T, C)) returns z (B, T, C) and the final
+    state (a, b, p) (B, C) each, the state without gradient. float32, contiguous; first derivatives only."""
+
+    @staticmethod
+    @autocast_off
+    def forward(ctx, w, u, k, v):
+        batch, length, channels = k.shape
+        z = torch.empty_like(k)
+        before = k.new_empty(3, batch, length, channels)  # (a, b, p) before each step
+        final = k.new_empty(3, batch, channels)
+        arrays = [t.detach().numpy() for t in (w, u, k, v, z, *before, final)]
+        wkv_forward(*arrays)
+        ctx.save_for_backward(w, u, k, v, z, before)
+        a, b, p = (state.clone() for state in final)  # (B, C) each
+        ctx.mark_non_differentiable(a, b, p)
+        return z, a, b, p
+
+    @staticmethod
+    @once_differentiable
+    @autocast_off
+    def backward(ctx, grad_z, *grad_final):
+        w, u, k, v, z, before = ctx.saved_tensors
+        grad_z = torch.zeros_like(z) if grad_z is None else grad_z.contiguous()
+        grad_k, grad_v = torch.empty_like(k), torch.empty_like(v)
+        grad_w, grad_u = torch.zeros(w.shape, dtype=torch.float64), torch.zeros(u.shape, dtype=torch.float64)
+        arrays = [t.detach().numpy() for t in (w, u, k, v, z, *before, grad_z, grad_k, grad_v, grad_w, grad_u)]
+        wkv_backward(*arrays)
+        return grad_w.to(w.dtype), grad_u.to(u.dtype), grad_k, grad_v

@@ -1,0 +1,103 @@
+"""The compiled (numba) RWKV-4 WKV ≡ the chunked torch WKV (its oracle) and the float64 stable recurrence: values,
+final state and the gradients of w, u, k and v, over random shapes and decays from very fast to very slow; keys
+large enough to overflow the raw formula; the dispatch (`rwkv.wkv`) and a whole RWKV model under both backends."""
+
+import pytest
+
+pytest.importorskip("numba")
+
+import torch  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from test_mixers_recurrent import random_wkv, wkv_naive  # noqa: E402
+from transformers import AutoModelForCausalLM  # noqa: E402
+
+import hf_icl  # noqa: E402
+from hf_icl.mixers import rwkv as rwkv_module  # noqa: E402
+from hf_icl.mixers.ops.selective_scan import SCAN_BACKEND_ENV  # noqa: E402
+from hf_icl.mixers.ops.wkv_numba import NumbaWKV  # noqa: E402
+from hf_icl.mixers.rwkv import wkv, wkv_chunked  # noqa: E402
+
+
+def with_grads(form, w, u, k, v, weights):
+    """(z, a, b, p, ∂w, ∂u, ∂k, ∂v) of a fixed random linear loss on z."""
+    leaves = [t.detach().clone().requires_grad_() for t in (w, u, k, v)]
+    z, state = form(*leaves)
+    return (z, *state, *torch.autograd.grad((z * weights).sum(), leaves, allow_unused=True, materialize_grads=True))
+
+
+def compiled(w, u, k, v):
+    z, *state = NumbaWKV.apply(w, u, k, v)
+    return z, state
+
+
+def assert_agree(ours, oracle, tolerance):
+    for name, value, expected in zip(["z", "a", "b", "p", "w", "u", "k", "v"], ours, oracle):
+        assert value.shape == expected.shape and value.dtype == torch.float32, name
+        scale = expected.abs().max().item() + 1.0
+        torch.testing.assert_close(value, expected.to(value.dtype), atol=tolerance * scale, rtol=tolerance, msg=name)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    seed=st.integers(0, 10_000),
+    batch=st.integers(1, 3),
+    length=st.integers(1, 60),
+    channels=st.integers(1, 9),
+    key_scale=st.sampled_from([0.5, 3.0, 10.0]),
+)
+def test_compiled_wkv_equals_the_chunked_form_and_the_float64_recurrence(seed, batch, length, channels, key_scale):
+    w, u, k, v = (t.float() for t in random_wkv(seed, batch, length, channels, scale=key_scale))
+    weights = torch.randn(batch, length, channels, generator=torch.Generator().manual_seed(seed + 1))
+    ours = with_grads(compiled, w, u, k, v, weights)
+    assert_agree(ours, with_grads(lambda *x: wkv_chunked(*x, chunk_size=7), w, u, k, v, weights), 2e-5)
+    exact = with_grads(wkv_naive, *(t.double() for t in (w, u, k, v)), weights.double())
+    assert_agree(ours[:1] + ours[4:], exact[:1] + exact[4:], 2e-5)  # the state is compared above (same form)
+
+
+def test_keys_that_overflow_the_raw_formula_stay_finite_and_exact():
+    w, u, k, v = random_wkv(1, 2, 64, 8)
+    k = 50 + 50 * torch.rand(k.shape, generator=torch.Generator().manual_seed(2), dtype=k.dtype)  # e^k > fp32 max
+    weights = torch.randn(k.shape, generator=torch.Generator().manual_seed(3), dtype=k.dtype)
+    ours = with_grads(compiled, *(t.float() for t in (w, u, k, v)), weights.float())
+    assert all(torch.isfinite(t).all() for t in ours)
+    exact = with_grads(wkv_naive, w, u, k, v, weights)
+    assert_agree(ours[:1] + ours[4:], exact[:1] + exact[4:], 1e-4)
+
+
+def test_dispatch_takes_the_kernel_only_where_it_applies(monkeypatch):
+    w, u, k, v = (t.float() for t in random_wkv(5, 2, 9, 4))
+    calls = []
+
+    class Spy:
+        @staticmethod
+        def apply(*args):
+            calls.append(1)
+            return NumbaWKV.apply(*args)
+
+    monkeypatch.setattr(rwkv_module, "NumbaWKV", Spy)
+    wkv(w, u, k, v)
+    assert calls == [1]
+    wkv(w, u, k, v, mask=torch.ones(2, 9, dtype=torch.bool))  # padding: the torch form
+    wkv(*(t.double() for t in (w, u, k, v)))  # float64: the torch form
+    wkv(w, u, k, v, state=wkv_chunked(w, u, k, v)[1])  # a carried state: the torch form
+    monkeypatch.setenv(SCAN_BACKEND_ENV, "torch")
+    wkv(w, u, k, v)
+    assert calls == [1]
+
+
+def test_an_rwkv_model_trains_the_same_under_both_backends(monkeypatch):
+    config = hf_icl.config_for("rwkv", "tiny", vocab_size=20)
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config)
+    input_ids = torch.randint(1, 20, (3, 33), generator=torch.Generator().manual_seed(0))
+    results = {}
+    for backend in ("numba", "torch"):
+        monkeypatch.setenv(SCAN_BACKEND_ENV, backend)
+        model.zero_grad(set_to_none=True)
+        loss = model(input_ids=input_ids, labels=input_ids).loss
+        loss.backward()
+        results[backend] = (loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None])
+    torch.testing.assert_close(results["numba"][0], results["torch"][0], atol=1e-5, rtol=1e-5)
+    for ours, oracle in zip(results["numba"][1], results["torch"][1]):
+        torch.testing.assert_close(ours, oracle, atol=1e-5, rtol=1e-4)
