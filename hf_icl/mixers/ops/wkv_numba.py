@@ -48,18 +48,23 @@ def _exp(x):
     return scan_exp2(x * LOG2_E)
 
 
+@njit(cache=True)
+def _empty_state(carry):
+    """(0, 0, log 0) into the rows of `carry` (3, C): an empty state, or a zero adjoint at exponent log 0."""
+    carry[0] = 0
+    carry[1] = 0
+    carry[2] = NEG
+
+
 @njit(cache=True, fastmath=FASTMATH)
 def wkv_forward(w, u, k, v, z, a_before, b_before, p_before, final):
     """z (B, T, C) and the states before each step (a, b, p: (B, T, C) each) from w, u (C,) and k, v (B, T, C);
     final (3, B, C) gets (a, b, p) after the last step."""
     batch, length, channels = k.shape
-    a = np.empty(channels, k.dtype)
-    b = np.empty(channels, k.dtype)
-    p = np.empty(channels, k.dtype)
+    carry = np.empty((3, channels), k.dtype)
+    a, b, p = carry[0], carry[1], carry[2]  # the state (a, b, p) of one batch row
     for n in range(batch):
-        a[:] = 0
-        b[:] = 0
-        p[:] = NEG
+        _empty_state(carry)
         for t in range(length):
             k_t, v_t, z_t = k[n, t], v[n, t], z[n, t]
             a_t, b_t, p_t = a_before[n, t], b_before[n, t], p_before[n, t]
@@ -85,17 +90,13 @@ def wkv_backward(w, u, k, v, z, a_before, b_before, p_before, grad_z, grad_k, gr
     """Gradients of `wkv_forward` given ∂z (B, T, C): writes grad_k, grad_v (B, T, C) and adds into grad_w, grad_u
     (C,) (float64). The final state's gradient is taken as zero."""
     batch, length, channels = k.shape
-    ga = np.empty(channels, k.dtype)
-    gb = np.empty(channels, k.dtype)
-    o = np.empty(channels, k.dtype)
-    sum_w = np.empty(channels, k.dtype)
-    sum_u = np.empty(channels, k.dtype)
+    carry = np.empty((3, channels), k.dtype)
+    ga, gb, o = carry[0], carry[1], carry[2]  # the adjoints (α, β) = (ga, gb)·e^o of one batch row's state
+    sums = np.empty((2, channels), k.dtype)
+    sum_w, sum_u = sums[0], sums[1]
     for n in range(batch):
-        ga[:] = 0
-        gb[:] = 0
-        o[:] = NEG
-        sum_w[:] = 0
-        sum_u[:] = 0
+        _empty_state(carry)
+        sums[:] = 0
         for t in range(length - 1, -1, -1):
             k_t, v_t, z_t, g_t = k[n, t], v[n, t], z[n, t], grad_z[n, t]
             a_t, b_t, p_t = a_before[n, t], b_before[n, t], p_before[n, t]
