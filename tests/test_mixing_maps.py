@@ -74,7 +74,10 @@ def test_map_applied_to_the_values_is_the_output(name, seed, batch, length, padd
     if mask is not None:  # padded positions contribute nothing to real ones
         assert (maps * (~mask)[:, None, None, :] * mask[:, None, :, None] == 0).all()
         output, maps = output * mask[:, None, :, None], maps * mask[:, None, :, None]  # padded rows are not outputs
-    torch.testing.assert_close(maps.double() @ values.double(), output.double(), atol=1e-5, rtol=1e-5)
+    # 1e-5 at the output's scale: the mixers run in float32, and an FFT convolution (S4, H3, Hyena) rounds its sums
+    # differently from the map's direct ones (H3 at seed 552, T = 28: 1.7e-5 off on an output of magnitude ~2)
+    scale = output.abs().max().item() + 1.0
+    torch.testing.assert_close(maps.double() @ values.double(), output.double(), atol=1e-5 * scale, rtol=1e-5)
 
 
 @pytest.mark.parametrize("name", ["gla", "retention", "gated_deltanet", "mamba2", "mamba", "rwkv7", "rwkv"])
