@@ -135,8 +135,8 @@ def wkv(w, u, k, v, state=None, mask=None, chunk_size: int = 16):
     """WKV over a whole sequence (`wkv_chunked`'s contract): the compiled CPU kernel (`ops.wkv_numba`) for float32
     input from an empty state without padding, where `scan_backend` (`HF_ICL_SCAN_BACKEND`) allows numba; the
     chunked torch form, its oracle, otherwise."""
-    compiled = NumbaWKV is not None and state is None and mask is None and k.dtype == torch.float32
-    if compiled and w.dtype == u.dtype == v.dtype == torch.float32 and scan_backend(w, u, k, v) == "numba":
+    in_scope = state is None and mask is None and all(t.dtype == torch.float32 for t in (w, u, k, v))
+    if NumbaWKV is not None and in_scope and scan_backend(w, u, k, v) == "numba":
         z, *final = NumbaWKV.apply(w.contiguous(), u.contiguous(), k.contiguous(), v.contiguous())
         return z, tuple(final)
     return wkv_chunked(w, u, k, v, state, mask, chunk_size)

@@ -57,9 +57,9 @@ def _empty_state(carry):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def wkv_forward(w, u, k, v, z, a_before, b_before, p_before, final):
+def wkv_forward(w, u, k, v, z, a_before, b_before, p_before, a_final, b_final, p_final):
     """z (B, T, C) and the states before each step (a, b, p: (B, T, C) each) from w, u (C,) and k, v (B, T, C);
-    final (3, B, C) gets (a, b, p) after the last step."""
+    a_final, b_final, p_final (B, C) get (a, b, p) after the last step."""
     batch, length, channels = k.shape
     carry = np.empty((3, channels), k.dtype)
     a, b, p = carry[0], carry[1], carry[2]  # the state (a, b, p) of one batch row
@@ -80,9 +80,9 @@ def wkv_forward(w, u, k, v, z, a_before, b_before, p_before, final):
                 a[c] = old * a[c] + new * v_t[c]
                 b[c] = old * b[c] + new
                 p[c] = top
-        final[0, n] = a
-        final[1, n] = b
-        final[2, n] = p
+        a_final[n] = a
+        b_final[n] = b
+        p_final[n] = p
 
 
 @njit(cache=True, fastmath=FASTMATH)
@@ -138,13 +138,12 @@ class NumbaWKV(torch.autograd.Function):
         batch, length, channels = k.shape
         z = torch.empty_like(k)
         before = k.new_empty(3, batch, length, channels)  # (a, b, p) before each step
-        final = k.new_empty(3, batch, channels)
-        arrays = [t.detach().numpy() for t in (w, u, k, v, z, *before, final)]
+        final = [k.new_empty(batch, channels) for _ in range(3)]  # (a, b, p) after the last step
+        arrays = [t.detach().numpy() for t in (w, u, k, v, z, *before, *final)]
         wkv_forward(*arrays)
         ctx.save_for_backward(w, u, k, v, z, before)
-        a, b, p = (state.clone() for state in final)  # (B, C) each
-        ctx.mark_non_differentiable(a, b, p)
-        return z, a, b, p
+        ctx.mark_non_differentiable(*final)
+        return z, *final
 
     @staticmethod
     @once_differentiable
