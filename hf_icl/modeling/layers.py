@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from torch import nn
-from transformers.activations import ACT2FN
 
 from ..mixers.ops.residual import residual_projection
 from ..mixers.registry import MIXERS
+from .activations import build_activation
 
 
 def build_norm(config) -> nn.Module:
@@ -26,7 +26,7 @@ class MLP(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.fc_in = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias)
-        self.act = ACT2FN[config.hidden_act]
+        self.act = build_activation(config.hidden_act)
         self.fc_out = residual_projection(nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias))
 
     def forward(self, x, **context):
@@ -44,7 +44,7 @@ class GLU(nn.Module):
         super().__init__()
         self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias)
         self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=config.use_bias)
-        self.act = ACT2FN[config.hidden_act]
+        self.act = build_activation(config.hidden_act)
         self.down_proj = residual_projection(
             nn.Linear(config.intermediate_size, config.hidden_size, bias=config.use_bias)
         )

@@ -24,11 +24,16 @@ class FusedQKVMixer(nn.Module):
         self.qkv_proj = nn.Linear(config.hidden_size, 3 * config.hidden_size, bias=config.use_bias)
         self.out_proj = residual_projection(nn.Linear(config.hidden_size, config.hidden_size, bias=config.use_bias))
 
-    def split_heads(self, hidden_states: torch.Tensor) -> torch.Tensor:
-        """Query, key and value stacked: (3, B, H, T, D) from hidden states (B, T, d)."""
+    def split_heads(self, hidden_states: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Query, key and value, each (B, H, T, D), from hidden states (B, T, d).
+
+        Each is a transposed view of the projection (B, T, 3, H, D), taken with `unbind`: its backward stacks the
+        three gradients straight into the projection's layout in one copy (a permuted view would copy twice).
+        """
         batch, length, _ = hidden_states.shape
         qkv = self.qkv_proj(hidden_states).view(batch, length, 3, self.num_heads, self.head_dim)
-        return qkv.permute(2, 0, 3, 1, 4)  # each (B, H, T, D)
+        query, key, value = (part.transpose(1, 2) for part in qkv.unbind(2))  # each (B, H, T, D)
+        return query, key, value
 
     def merge_heads(self, out: torch.Tensor) -> torch.Tensor:
         """The output projection of per-head outputs (B, T, H, D) → (B, T, d)."""

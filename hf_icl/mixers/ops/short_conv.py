@@ -4,13 +4,22 @@ Parallel form: the sequence, left-padded with the cached window (zeros at the st
 multiply-adds on the (B, T, C) layout (`ShiftedDepthwiseConv`); PyTorch's depthwise `conv1d` needs (B, C, T)
 copies both ways and its CPU backward was ~8× slower here (Mamba, B=8, T=384, C=256). Recurrent form: the cache
 keeps the last `kernel_size − 1` inputs per channel, so each new token costs O(kernel_size · C). On CUDA the
-`causal-conv1d` kernel is used when it imports.
+`causal-conv1d` kernel is used when it imports; on the CPU, float32 runs the compiled kernel of
+`short_conv_numba` (one pass each way instead of about 4k) where `HF_ICL_SCAN_BACKEND` allows numba
+(`depthwise_conv`), with `ShiftedDepthwiseConv` as its oracle.
 """
 
 from __future__ import annotations
 
 import torch
 from torch import nn
+
+from .selective_scan import scan_backend
+
+try:
+    from .short_conv_numba import NumbaShortConv
+except ImportError:  # numba is missing: the torch form
+    NumbaShortConv = None
 
 try:  # pragma: no cover - CUDA only
     from causal_conv1d import causal_conv1d_fn
@@ -66,6 +75,14 @@ class ShiftedDepthwiseConv(torch.autograd.Function):
         return grad_x, grad_weight, grad_bias, None
 
 
+def depthwise_conv(x, weight, bias, left_zeros: int) -> torch.Tensor:
+    """`ShiftedDepthwiseConv`'s contract, run by the compiled CPU kernel for float32 where `scan_backend` allows
+    numba, by the torch form otherwise."""
+    if NumbaShortConv is not None and x.dtype == weight.dtype == torch.float32 and scan_backend(x, weight) == "numba":
+        return NumbaShortConv.apply(x, weight, bias, left_zeros)
+    return ShiftedDepthwiseConv.apply(x, weight, bias, left_zeros)
+
+
 class CausalDepthwiseConv(nn.Module):
     """Depthwise causal convolution over time, per channel: `y_t = Σ_{j<k} w_j x_{t−k+1+j} (+ b)`.
 
@@ -92,7 +109,7 @@ class CausalDepthwiseConv(nn.Module):
             out = causal_conv1d_fn(x.transpose(1, 2), self.conv.weight.squeeze(1), self.conv.bias).transpose(1, 2)
         weight = self.conv.weight[:, 0]  # (C, k)
         if window is None and state is None and not use_kernel:  # a sequence start: implicit zeros, no copy
-            return ShiftedDepthwiseConv.apply(x, weight, self.conv.bias, self.kernel_size - 1)  # (B, T, C)
+            return depthwise_conv(x, weight, self.conv.bias, self.kernel_size - 1)  # (B, T, C)
         if window is None:
             window = x.new_zeros(x.shape[0], self.kernel_size - 1, x.shape[2])
         extended = torch.cat([window, x], dim=1)  # (B, k−1+T, C)
@@ -100,4 +117,4 @@ class CausalDepthwiseConv(nn.Module):
             state.set(name, extended[:, extended.shape[1] - (self.kernel_size - 1) :])
         if use_kernel:  # pragma: no cover - CUDA only
             return out
-        return ShiftedDepthwiseConv.apply(extended, weight, self.conv.bias, 0)  # (B, T, C)
+        return depthwise_conv(extended, weight, self.conv.bias, 0)  # (B, T, C)
