@@ -69,6 +69,24 @@ def main(argv=None) -> None:
     print("\nForward arithmetic per sequence (P5 App. C counting; a ratio above 1 is work the architecture defines,")
     print("e.g. RegularGPT applies its blocks once per depth level, ceil(log_C T) times):\n")
     print_table(arithmetic, unit="MFLOP", reference="transformer")
+    print(
+        "\nArithmetic rate: forward MFLOP per second of training, i.e. steps/s x MFLOP per sequence (the same for both"
+    )
+    print(
+        "sides' batch), against the Transformer's. Overhead per step shows here even where the step does more work:\n"
+    )
+    rates = [
+        (case, ours * flops, theirs * ref_flops)
+        for (case, ours, theirs), (_, flops, ref_flops) in zip(rows, arithmetic)
+    ]
+    print_table(rates, unit="MFLOP/s per sequence", reference="transformer")
+    named = {row[0].split(",")[0]: row[1] / row[2] for row in rows}
+    targets = [arch for arch in ("h3", "regular_gpt", "mamba", "rwkv") if arch in named]
+    if targets:
+        print(
+            "\nShort-sequence target (steps/s >= 0.5x the Transformer's): "
+            + ", ".join(f"{arch} {named[arch]:.3f} {'met' if named[arch] >= 0.5 else 'NOT met'}" for arch in targets)
+        )
 
 
 if __name__ == "__main__":
