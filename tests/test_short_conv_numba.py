@@ -7,11 +7,10 @@ import pytest
 pytest.importorskip("numba")
 
 import torch  # noqa: E402
+from backend_oracle import assert_model_agrees_under_both_backends  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from transformers import AutoModelForCausalLM  # noqa: E402
 
-import hf_icl  # noqa: E402
 from hf_icl.mixers.ops import short_conv  # noqa: E402
 from hf_icl.mixers.ops.selective_scan import SCAN_BACKEND_ENV  # noqa: E402
 from hf_icl.mixers.ops.short_conv import ShiftedDepthwiseConv, depthwise_conv  # noqa: E402
@@ -90,17 +89,4 @@ def test_dispatch_takes_the_kernel_only_where_it_applies(monkeypatch):
 
 @pytest.mark.parametrize("architecture", ["mamba", "h3"])
 def test_a_model_trains_the_same_under_both_backends(monkeypatch, architecture):
-    config = hf_icl.config_for(architecture, "tiny", vocab_size=20)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config)
-    input_ids = torch.randint(1, 20, (3, 33), generator=torch.Generator().manual_seed(0))
-    results = {}
-    for backend in ("numba", "torch"):
-        monkeypatch.setenv(SCAN_BACKEND_ENV, backend)
-        model.zero_grad(set_to_none=True)
-        loss = model(input_ids=input_ids, labels=input_ids).loss
-        loss.backward()
-        results[backend] = (loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None])
-    torch.testing.assert_close(results["numba"][0], results["torch"][0], atol=1e-5, rtol=1e-5)
-    for ours, oracle in zip(results["numba"][1], results["torch"][1]):
-        torch.testing.assert_close(ours, oracle, atol=1e-5, rtol=1e-4)
+    assert_model_agrees_under_both_backends(monkeypatch, architecture)

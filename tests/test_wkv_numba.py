@@ -7,12 +7,11 @@ import pytest
 pytest.importorskip("numba")
 
 import torch  # noqa: E402
+from backend_oracle import assert_model_agrees_under_both_backends  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from test_mixers_recurrent import random_wkv, wkv_naive  # noqa: E402
-from transformers import AutoModelForCausalLM  # noqa: E402
 
-import hf_icl  # noqa: E402
 from hf_icl.mixers import rwkv as rwkv_module  # noqa: E402
 from hf_icl.mixers.ops.selective_scan import SCAN_BACKEND_ENV  # noqa: E402
 from hf_icl.mixers.ops.wkv_numba import NumbaWKV  # noqa: E402
@@ -87,17 +86,4 @@ def test_dispatch_takes_the_kernel_only_where_it_applies(monkeypatch):
 
 
 def test_an_rwkv_model_trains_the_same_under_both_backends(monkeypatch):
-    config = hf_icl.config_for("rwkv", "tiny", vocab_size=20)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config)
-    input_ids = torch.randint(1, 20, (3, 33), generator=torch.Generator().manual_seed(0))
-    results = {}
-    for backend in ("numba", "torch"):
-        monkeypatch.setenv(SCAN_BACKEND_ENV, backend)
-        model.zero_grad(set_to_none=True)
-        loss = model(input_ids=input_ids, labels=input_ids).loss
-        loss.backward()
-        results[backend] = (loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None])
-    torch.testing.assert_close(results["numba"][0], results["torch"][0], atol=1e-5, rtol=1e-5)
-    for ours, oracle in zip(results["numba"][1], results["torch"][1]):
-        torch.testing.assert_close(ours, oracle, atol=1e-5, rtol=1e-4)
+    assert_model_agrees_under_both_backends(monkeypatch, "rwkv")
