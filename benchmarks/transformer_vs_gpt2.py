@@ -50,17 +50,29 @@ def build_pair(preset: str, vocab: int):
 
 
 def training_step(model, optimizer, input_ids, backend: str | None = None):
+    """One training step as a callable; with `backend`, run under `HF_ICL_SCAN_BACKEND=backend` (restored after)."""
+
     def step():
-        if backend is None:
-            os.environ.pop("HF_ICL_SCAN_BACKEND", None)
-        else:
-            os.environ["HF_ICL_SCAN_BACKEND"] = backend
         loss = model(input_ids=input_ids, labels=input_ids, use_cache=False).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    return step
+    if backend is None:
+        return step
+
+    def step_with_backend():
+        previous = os.environ.get("HF_ICL_SCAN_BACKEND")
+        os.environ["HF_ICL_SCAN_BACKEND"] = backend
+        try:
+            step()
+        finally:
+            if previous is None:
+                os.environ.pop("HF_ICL_SCAN_BACKEND", None)
+            else:
+                os.environ["HF_ICL_SCAN_BACKEND"] = previous
+
+    return step_with_backend
 
 
 def main():
