@@ -14,7 +14,6 @@ pairwise). Scope: float32, contiguous (B, S, C) input; single-threaded, as the p
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
