@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -159,3 +160,21 @@ def run_recorded(main) -> None:
     tmp = path.with_name(f".tmp-{path.name}")
     tmp.write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)
+
+
+def with_scan_backend(step, backend: str):
+    """`step` run with `HF_ICL_SCAN_BACKEND=backend` (hf_icl's compiled-kernel switch), restored after each call."""
+    from hf_icl.mixers.ops.selective_scan import SCAN_BACKEND_ENV
+
+    def run():
+        previous = os.environ.get(SCAN_BACKEND_ENV)
+        os.environ[SCAN_BACKEND_ENV] = backend
+        try:
+            step()
+        finally:
+            if previous is None:
+                del os.environ[SCAN_BACKEND_ENV]
+            else:
+                os.environ[SCAN_BACKEND_ENV] = previous
+
+    return run

@@ -26,7 +26,7 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers may otherwise look for hub kernels
 
 import torch  # noqa: E402
-from common import add_output_argument, median_time, print_table, run_recorded  # noqa: E402
+from common import add_output_argument, median_time, print_table, run_recorded, with_scan_backend  # noqa: E402
 from transformer_vs_gpt2 import training_step  # noqa: E402
 from transformers import AutoModelForCausalLM, MambaConfig, MambaForCausalLM  # noqa: E402
 
@@ -60,23 +60,6 @@ def build_models(preset: str, vocab: int):
         hf_icl.config_for("transformer", preset, vocab_size=vocab), attn_implementation="sdpa"
     )
     return ours, reference, transformer
-
-
-def with_scan_backend(step, backend: str):
-    """`step` run with `HF_ICL_SCAN_BACKEND=backend` (the setting is restored after each call)."""
-
-    def run():
-        previous = os.environ.get(scan_module.SCAN_BACKEND_ENV)
-        os.environ[scan_module.SCAN_BACKEND_ENV] = backend
-        try:
-            step()
-        finally:
-            if previous is None:
-                del os.environ[scan_module.SCAN_BACKEND_ENV]
-            else:
-                os.environ[scan_module.SCAN_BACKEND_ENV] = previous
-
-    return run
 
 
 def timed(step, repeats, clock):

@@ -11,10 +11,9 @@ kernel's share shows; the three are timed alternately in one process, identical 
 from __future__ import annotations
 
 import argparse
-import os
 
 import torch
-from common import add_output_argument, median_time, print_table, run_recorded
+from common import add_output_argument, median_time, print_table, run_recorded, with_scan_backend
 from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
 
 import hf_icl
@@ -49,30 +48,14 @@ def build_pair(preset: str, vocab: int):
     return ours, gpt2_like(config)
 
 
-def training_step(model, optimizer, input_ids, backend: str | None = None):
-    """One training step as a callable; with `backend`, run under `HF_ICL_SCAN_BACKEND=backend` (restored after)."""
-
+def training_step(model, optimizer, input_ids):
     def step():
         loss = model(input_ids=input_ids, labels=input_ids, use_cache=False).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
 
-    if backend is None:
-        return step
-
-    def step_with_backend():
-        previous = os.environ.get("HF_ICL_SCAN_BACKEND")
-        os.environ["HF_ICL_SCAN_BACKEND"] = backend
-        try:
-            step()
-        finally:
-            if previous is None:
-                os.environ.pop("HF_ICL_SCAN_BACKEND", None)
-            else:
-                os.environ["HF_ICL_SCAN_BACKEND"] = previous
-
-    return step_with_backend
+    return step
 
 
 def main():
@@ -90,8 +73,8 @@ def main():
     input_ids = torch.randint(1, 20, (args.batch, args.length))
     steps = {
         "ours": training_step(ours.train(), torch.optim.AdamW(ours.parameters(), lr=1e-4), input_ids),
-        "ours_aten": training_step(
-            ours_aten.train(), torch.optim.AdamW(ours_aten.parameters(), lr=1e-4), input_ids, backend="torch"
+        "ours_aten": with_scan_backend(
+            training_step(ours_aten.train(), torch.optim.AdamW(ours_aten.parameters(), lr=1e-4), input_ids), "torch"
         ),
         "gpt2": training_step(reference.train(), torch.optim.AdamW(reference.parameters(), lr=1e-4), input_ids),
     }

@@ -2,9 +2,10 @@
 
 `gelu_pytorch_tanh` (GPT-2's GELU, the default of `ICLConfig`) runs :class:`GELUTanh`: the numba kernel of
 `mixers.ops.gelu_numba` for float32 CPU tensors where `HF_ICL_SCAN_BACKEND` (`auto`, `numba` or `torch`) allows
-the compiled path, and ATen's `gelu(approximate="tanh")` everywhere else (CUDA, bf16 autocast, float64,
-higher-order gradients, numba missing). Both compute the same function; the kernel is ATen's oracle-checked
-replacement, not an approximation of it. Every other name is `ACT2FN[name]`.
+the compiled path, and ATen's `gelu(approximate="tanh")` everywhere else (CUDA, bf16 autocast, float64, functorch
+transforms, numba missing). Both compute the same function; the kernel is checked against ATen's, not an
+approximation of it. Like the package's other numba kernels it gives first derivatives only: for higher-order
+gradients set `HF_ICL_SCAN_BACKEND=torch`. Every other name is `ACT2FN[name]`.
 """
 
 from __future__ import annotations
