@@ -79,6 +79,7 @@ def machine_facts() -> dict:
         "torch_threads": torch.get_num_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "amx": " amx_tile" in flags,
+        "numba_wide_vectors": "-prefer-256-bit" in os.environ.get("NUMBA_CPU_FEATURES", ""),  # hf_icl.numba_vectors
         "torch": torch.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -8,6 +8,7 @@ Extending: `register_mixer` (a token mixer and the config fields it reads), `reg
 and its model shells), `register_family` (a family of tasks); `docs/architecture.md` has the recipes.
 """
 
+from . import numba_vectors  # noqa: F401  (first, before any numba import: 512-bit SIMD on AVX-512 hosts)
 from .architectures import ARCHITECTURES, config_for, list_architectures, register_architecture
 from .architectures.auto import AutoModelForInContextRegression
 from .mixers import register_mixer
