@@ -16,8 +16,8 @@ O(d · d_h · N) per token.
 
 Short sequences without a cache (T ≤ `DIRECT_MAX_LENGTH`) skip the FFT over the H·d_h² outer-product channels:
 z_t = Σ_j (q_t · k̃_j)(K_h[t − j] + D_h δ_tj) v_j, the same sum as attention with the Toeplitz kernel as a
-multiplicative mask, O(T² d) instead of O(T log T · d · d_h). The threshold is measured by
-`benchmarks/h3_short_form.py`.
+multiplicative mask, O(T² d) instead of O(T log T · d · d_h), computed a few batch rows at a time so that the maps
+stay in cache (`ops/gated_toeplitz.py`). The threshold is measured by `benchmarks/h3_short_form.py`.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from torch import nn
 from transformers import initialization as init
 
 from .ops.diagonal_ssm import DiagonalSSM
+from .ops.gated_toeplitz import gated_toeplitz_mix
 from .ops.mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
@@ -87,9 +88,9 @@ class H3Mixer(nn.Module):
         k = self.shift(k, state, name="shift_window") + self.shift_skip * k  # (B, T, d)
         if state is None and length <= direct_max_length:
             q, k, v = (t.reshape(batch, length, heads, head_dim) for t in (q, k, v))  # (B, T, H, D)
-            maps = self.gated_toeplitz(q.transpose(1, 2), k.transpose(1, 2), length)  # (B, H, T, T)
-            z = (maps @ v.transpose(1, 2).to(maps.dtype)).transpose(1, 2).to(v.dtype)  # (B, T, H, D)
-            return q, k, v, z
+            heads_first = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, D)
+            z = gated_toeplitz_mix(*heads_first, self.ssm.toeplitz_map(length))  # (B, H, T, D)
+            return q, k, v, z.transpose(1, 2).to(v.dtype)  # z: (B, T, H, D)
         kv = k.view(batch, length, heads, head_dim, 1) * v.view(batch, length, heads, 1, head_dim)  # (B, T, H, D, D)
         z = self.ssm(kv, state, prefix="kv_ssm")  # (B, T, H, D, D)
         z = (q * z).sum(dim=3)  # (B, T, H, D): q_iᵀ z'_i
