@@ -65,7 +65,10 @@ ABOUT = {
         "In-context regression training steps per second, each architecture against the Transformer",
         "ratio = steps/s of the architecture ÷ the Transformer's; target ≥ 0.5 for H3, RegularGPT, Mamba and RWKV "
         "(T = 82). The third table multiplies by each model's forward arithmetic, so per-step overhead shows apart "
-        "from work an architecture defines (RegularGPT's repeated levels).",
+        "from work an architecture defines. RegularGPT's forward does several times the Transformer's arithmetic "
+        "(its shared block runs once per level, ⌈log_C T⌉ levels; second table), so its steps/s cannot reach 0.5 "
+        "without doing its arithmetic faster than the Transformer does; for it the target is read on the third "
+        "table (arithmetic rate ≥ 0.5).",
     ),
     "decode_per_token": (
         "Per-token decoding time and state size at two context lengths",
