@@ -56,6 +56,15 @@ def peak_memory_mib(setup: str, call: str) -> float:
     return max(json.loads(out.stdout.strip().splitlines()[-1]), 0.01)
 
 
+def numba_wide_vectors() -> bool | None:
+    """Whether numba compiles for 512-bit vectors in this process (`hf_icl.numba_vectors`); None without numba."""
+    try:
+        from numba.core import config
+    except ImportError:
+        return None
+    return "-prefer-256-bit" in (config.CPU_FEATURES or "")
+
+
 def machine_facts() -> dict:
     """What the numbers were measured on: CPU model, cores, threads, library versions, and the load average (the
     1-minute load of the whole machine; near 0 means idle, near the core count means another job shared it)."""
@@ -79,7 +88,7 @@ def machine_facts() -> dict:
         "torch_threads": torch.get_num_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
         "amx": " amx_tile" in flags,
-        "numba_wide_vectors": "-prefer-256-bit" in os.environ.get("NUMBA_CPU_FEATURES", ""),  # hf_icl.numba_vectors
+        "numba_wide_vectors": numba_wide_vectors(),
         "torch": torch.__version__,
         "python": platform.python_version(),
         "platform": platform.platform(),

@@ -1,4 +1,4 @@
-"""512-bit SIMD for hf_icl's numba kernels on AVX-512 CPUs (applied when `import hf_icl` imports this module first).
+"""512-bit SIMD for hf_icl's numba kernels on AVX-512 CPUs (applied by `import hf_icl`).
 
 LLVM vectorises for 256-bit registers on Intel server cores even where they have AVX-512: their tuning carries the
 `prefer-256-bit` feature (https://reviews.llvm.org/D67259), so numba's `@njit` loops run on 256-bit ymm registers,
@@ -7,15 +7,18 @@ Baum–Welch) are such loops over channels. With the preference removed, the sel
 T = 82, D = 128, N = 16 took 4.9 ms instead of 6.9 ms (one thread, Xeon, probe); the training steps of the
 benchmarks are on docs/benchmarks.md. numba's own test suite disables the preference the same way (numba PR #5757).
 
-numba reads the CPU features once, from the `NUMBA_CPU_FEATURES` environment variable, when it creates its target
-machine (at the first `@njit` function of the process). So `use_wide_vectors` sets that variable to the host's
-features (as numba itself would compute them) plus `-prefer-256-bit`, and only when
+numba reads the CPU features once, from `numba.core.config.CPU_FEATURES` (the `NUMBA_CPU_FEATURES` environment
+variable), when it creates its target machine at its first compilation in the process. `use_wide_vectors` sets
+that configuration value, in this process only, to the host's features (as numba itself would compute them) plus
+`-prefer-256-bit`, and only when
 
 - the host has AVX-512 (`avx512f`; elsewhere there is nothing to widen),
-- numba is not imported yet (numba's configuration is read at its import; changing it later would apply to no code
-  or to part of it), and
+- numba has compiled nothing yet in this process (its target machine would be fixed already), and
 - the user has not set `NUMBA_CPU_FEATURES` or `NUMBA_CPU_NAME` (their choice wins; `NUMBA_CPU_FEATURES=""` keeps
   numba's defaults and so turns this off).
+
+No environment variable is written: a child process, or a job a launcher sends to another machine, decides for its
+own host when it imports hf_icl.
 
 The results are the same maths: floating-point sums that numba may reorder (`reassoc`) are split into different
 partial sums, so values differ at rounding level; every kernel's test compares with its torch oracle at tolerance.
@@ -24,7 +27,6 @@ partial sums, so values differ at rounding level; every kernel's test compares w
 from __future__ import annotations
 
 import os
-import sys
 
 PREFER_NARROW = "prefer-256-bit"
 
@@ -42,13 +44,19 @@ def wide_vector_features() -> str | None:
 
 
 def use_wide_vectors() -> bool:
-    """Set `NUMBA_CPU_FEATURES` for 512-bit vectors where the module docstring's conditions hold; True if it did."""
-    if "numba" in sys.modules or "NUMBA_CPU_FEATURES" in os.environ or "NUMBA_CPU_NAME" in os.environ:
+    """Set numba's CPU features for 512-bit vectors where the module docstring's conditions hold; True if it did."""
+    if "NUMBA_CPU_FEATURES" in os.environ or "NUMBA_CPU_NAME" in os.environ:
+        return False
+    try:
+        from numba.core import config, registry
+    except ImportError:  # numba not installed: the torch paths run
+        return False
+    if "_toplevel_target_context" in vars(registry.cpu_target):  # created at numba's first compilation
         return False
     features = wide_vector_features()
     if features is None:
         return False
-    os.environ["NUMBA_CPU_FEATURES"] = features
+    config.CPU_FEATURES = features
     return True
 
 
