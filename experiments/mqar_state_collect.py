@@ -23,6 +23,7 @@ import torch  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 import hf_icl  # noqa: E402, F401  (registers the architectures)
+from hf_icl.atomic_files import atomic_path, write_json_atomic, write_text_atomic  # noqa: E402
 from hf_icl.modeling.states import state_size_report  # noqa: E402
 
 
@@ -32,7 +33,8 @@ def collect(root: Path) -> list[dict]:
         metrics = json.loads(metrics_file.read_text())
         run = metrics["run_config"]
         model = AutoModelForCausalLM.from_pretrained(metrics_file.parent / "model").eval()
-        length = int(run.get("task_options", {}).get("input_seq_len", 128))
+        options = run.get("task_options", {})
+        length = int(options.get("input_seq_len", 128))
         with torch.no_grad():
             state = state_size_report(model, length)
         rows.append({
@@ -43,6 +45,7 @@ def collect(root: Path) -> list[dict]:
             "state_bytes": state["bytes_per_sequence"],
             "fixed_state": state["fixed"],
             "length": length,
+            "pairs": int(options.get("num_kv_pairs", 16)),
             "steps": metrics["train"]["steps"],
         })  # fmt: skip
     for row in rows:
@@ -62,8 +65,12 @@ def plot(rows: list[dict], path: Path) -> None:
     front = sorted((r["state_bytes"], r["accuracy"]) for r in rows if r["pareto"])
     if front:
         ax.plot(*zip(*front), color="black", linestyle=":", linewidth=2, label="Pareto front")
+    settings = sorted({(r["length"], r["pairs"]) for r in rows})
+    for pairs in sorted({p for _, p in settings}):  # a model that guesses among the sequence's values
+        ax.axhline(1 / pairs, color="grey", linewidth=0.8, linestyle="--")
+    setting = ", ".join(f"{length} tokens, {pairs} pairs" for length, pairs in settings)
     ax.set(xscale="log", xlabel="state per sequence (bytes; attention: KV cache at the task length)",
-           ylabel="MQAR accuracy", title="Recall against state size (MQAR, CPU scale)")  # fmt: skip
+           ylabel="MQAR accuracy", title=f"Recall against state size (MQAR at CPU scale: {setting})")  # fmt: skip
     ax.legend(fontsize=7, ncol=2)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -77,14 +84,15 @@ def main() -> None:
     args = parser.parse_args()
     rows = collect(args.root)
     args.dest.mkdir(parents=True, exist_ok=True)
-    (args.dest / "mqar_state.json").write_text(json.dumps(rows, indent=2) + "\n")
+    write_json_atomic(args.dest / "mqar_state.json", rows)
     lines = ["| architecture | d | state (bytes/seq) | MQAR accuracy | Pareto |", "|---|---|---|---|---|"]
     for r in sorted(rows, key=lambda r: (r["architecture"], r["hidden_size"])):
         lines.append(f"| {r['architecture']} | {r['hidden_size']} | {r['state_bytes']:,} | {r['accuracy']:.4f} | "
                      f"{'yes' if r['pareto'] else ''} |")  # fmt: skip
-    (args.dest / "mqar_state.md").write_text("\n".join(lines) + "\n")
+    write_text_atomic(args.dest / "mqar_state.md", "\n".join(lines) + "\n")
     if rows:
-        plot(rows, args.dest / "mqar_state.png")
+        with atomic_path(args.dest / "mqar_state.png") as path:
+            plot(rows, path)
     print("\n".join(lines))
 
 
