@@ -35,6 +35,10 @@ with a completed checkpoint continues with `--resume`, one that died before its 
 differ from what the spec now gives it (the `base` was edited) is `changed`: the sweep refuses to start, listing the
 differences, unless `--rerun-changed` trains those points again from scratch.
 
+Several sweep processes may work on one spec at once (a second `--jobs 1` process adds a worker; machines that
+share the output folder each run one): a point is claimed by `<output_root>/<name>.lock` while it trains, and the
+others skip it. A lock left by a dead process of the same host is taken over; see `run_locks.py`.
+
 The default launcher runs the points on this machine, `--jobs` at a time (default 1: one after another; give each
 point `threads: 1` when jobs > 1); `ray` and `submitit` (SLURM and others; the engine under Hydra's submitit launcher)
 are the optional extra `pip install hf-icl[sweep]`. `python -m hf_icl.report <output_root>` reads the runs.
@@ -58,6 +62,7 @@ from pathlib import Path
 import yaml
 
 from .plugins import add_import_argument, preload
+from .run_locks import claimed
 from .training.arguments import (
     RunArguments,
     load_yaml_config,
@@ -254,11 +259,25 @@ def point_command(spec: SweepSpec, point: Point) -> list[str]:
 
 
 def run_point(spec: SweepSpec, point: Point) -> dict:
-    """Train one point (skipping a finished one); returns `{name, status, returncode, seconds}`. Any launcher."""
+    """Train one point (skipping a finished one, or one another sweep process holds); returns `{name, status,
+    returncode, seconds}`. Any launcher."""
     root = Path(spec.output_root)
     if point_state(Path(point.arguments["output_dir"]), point.settings) == "finished":
         return {"name": point.name, "status": "finished before", "returncode": 0, "seconds": 0.0}
     root.mkdir(parents=True, exist_ok=True)
+    lock = root / f"{point.name}.lock"
+    with claimed(lock) as held:
+        if not held:
+            status = f"skipped: another sweep process is training it (its lock: {lock})"
+            return {"name": point.name, "status": status, "returncode": 0, "seconds": 0.0}
+        if point_state(Path(point.arguments["output_dir"]), point.settings) == "finished":  # finished meanwhile
+            return {"name": point.name, "status": "finished before", "returncode": 0, "seconds": 0.0}
+        return train_point(spec, point)
+
+
+def train_point(spec: SweepSpec, point: Point) -> dict:
+    """Run the point's training process (the caller holds its lock); its arguments and log go beside its folder."""
+    root = Path(spec.output_root)
     arguments = {k: v for k, v in point.arguments.items() if k != "output_dir"}
     (root / f"{point.name}.yaml").write_text(yaml.safe_dump(arguments, sort_keys=False))
     command = point_command(spec, point)
