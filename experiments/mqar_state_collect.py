@@ -59,9 +59,11 @@ def collect(root: Path) -> list[dict]:
 
 def plot(rows: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 5))
-    for arch in sorted({r["architecture"] for r in rows}):
+    colours, markers = plt.get_cmap("tab20").colors, "os^Dv<>ph*"  # 15 architectures: no repeated style
+    for index, arch in enumerate(sorted({r["architecture"] for r in rows})):
         points = sorted((r["state_bytes"], r["accuracy"]) for r in rows if r["architecture"] == arch)
-        ax.plot(*zip(*points), marker="o", label=arch)
+        style = {"color": colours[index % len(colours)], "marker": markers[index % len(markers)]}
+        ax.plot(*zip(*points), label=arch, **style)
     front = sorted((r["state_bytes"], r["accuracy"]) for r in rows if r["pareto"])
     if front:
         ax.plot(*zip(*front), color="black", linestyle=":", linewidth=2, label="Pareto front")
