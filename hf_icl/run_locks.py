@@ -1,9 +1,11 @@
 """Lock files that let several sweep processes share one output folder without training a point twice.
 
 A lock is a file created with `O_CREAT | O_EXCL` (atomic on local file systems and on NFSv3 and later) holding the
-holder's host name and PID as JSON. A lock whose holder ran on this host and is gone (killed, crashed) is stale and
-is taken over; a lock from another host cannot be checked from here and stays until its holder removes it or a
-person deletes it (the skip message names the file).
+holder's host name, PID, and (on Linux) the boot's id and the process's start time as JSON. A lock whose holder ran
+on this host and is gone (killed, crashed) is stale and is taken over. "Gone" is checked by more than the PID: after a
+reboot, or once the kernel has handed the PID to another process, a PID alone would keep a dead holder's lock alive,
+so a lock whose boot id or start time differs from the live process's is stale too. A lock from another host cannot
+be checked from here and stays until its holder removes it or a person deletes it (the skip message names the file).
 """
 
 from __future__ import annotations
@@ -16,21 +18,52 @@ from contextlib import contextmanager
 from pathlib import Path
 
 
+def boot_id() -> str | None:
+    """This boot's id (Linux: a random UUID per boot), `None` where the system does not expose one."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def process_start_time(pid: int) -> int | None:
+    """When process `pid` started, in clock ticks since boot (Linux `/proc/<pid>/stat`), `None` where unknown."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])  # field 22; the command name before ")" may hold spaces
+
+
+def holder_record(pid: int | None = None) -> dict:
+    """What a lock says about its holder: host, PID, and where known the boot id and the process's start time."""
+    pid = os.getpid() if pid is None else pid
+    return {"host": socket.gethostname(), "pid": pid, "boot_id": boot_id(), "start_time": process_start_time(pid)}
+
+
 def holder_is_gone(lock: Path) -> bool:
-    """True when `lock` was written by a process of this host that no longer runs."""
+    """True when `lock` was written by a process of this host that no longer runs.
+
+    A lock from an earlier boot of this host, or whose PID now belongs to a process that started at another time,
+    is gone too. Fields a lock lacks (older locks, systems without `/proc`) are not compared.
+    """
     try:
         holder = json.loads(lock.read_text())
-    except (OSError, ValueError):  # vanished, or its holder is still writing it
+        pid = int(holder["pid"])
+    except (OSError, ValueError, KeyError, TypeError):  # vanished, its holder is still writing it, or not ours
         return False
     if holder.get("host") != socket.gethostname():
         return False
+    if holder.get("boot_id") is not None and boot_id() is not None and holder["boot_id"] != boot_id():
+        return True
     try:
-        os.kill(int(holder["pid"]), 0)  # signal 0: only checks that the process exists
+        os.kill(pid, 0)  # signal 0: only checks that the process exists
     except ProcessLookupError:
         return True
-    except (PermissionError, KeyError, ValueError):
+    except PermissionError:
         return False
-    return False
+    started = process_start_time(pid)
+    return holder.get("start_time") is not None and started is not None and holder["start_time"] != started
 
 
 def try_lock(lock: Path) -> bool:
@@ -44,7 +77,7 @@ def try_lock(lock: Path) -> bool:
             lock.unlink(missing_ok=True)
             continue
         with os.fdopen(descriptor, "w") as handle:
-            json.dump({"host": socket.gethostname(), "pid": os.getpid()}, handle)
+            json.dump(holder_record(), handle)
         return True
     return False
 
