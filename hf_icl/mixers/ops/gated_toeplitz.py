@@ -18,6 +18,8 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
+from .cpu_paths import plain_cpu_tensors
+
 BLOCK_ELEMENTS = 2**18  # elements of one block of maps (fp32: 1 MB): it fits the L2 of current x86 server cores
 
 
@@ -71,8 +73,7 @@ def gated_toeplitz_mix(q, k, v, maps, rows: int | None = None) -> torch.Tensor:
         rows (`int`, *optional*): batch rows per block on the blocked path; default `block_rows(H, T)`.
     """
     q, k, v = (t.to(maps.dtype) for t in (q, k, v))
-    wrapped = any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in (q, k, v, maps))
-    if q.device.type != "cpu" or wrapped:
+    if not plain_cpu_tensors(q, k, v, maps):
         return ((q @ k.transpose(-1, -2)) * maps) @ v
     rows = block_rows(q.shape[1], q.shape[2]) if rows is None else rows
     return GatedToeplitz.apply(*(t.contiguous() for t in (q, k, v, maps)), rows)

@@ -40,6 +40,7 @@ import os
 
 import torch
 
+from .cpu_paths import on_cpu, plain_cpu_tensors
 from .precision import autocast_off
 
 try:
@@ -69,16 +70,13 @@ def scan_backend(*tensors) -> str:
         raise ValueError(f"{SCAN_BACKEND_ENV}={requested!r} is not one of: {', '.join(map(repr, SCAN_BACKENDS))}")
     if requested == "torch":
         return "torch"
-    tensors = [t for t in tensors if t is not None]
-    on_cpu = all(t.device.type == "cpu" for t in tensors)
     if requested == "numba":
         if NumbaSelectiveScan is None:
             raise ImportError(f"{SCAN_BACKEND_ENV}='numba' needs numba (pip install numba); or set 'torch' or 'auto'")
-        if not on_cpu:
+        if not on_cpu(*tensors):
             raise ValueError(f"{SCAN_BACKEND_ENV}='numba' runs on the CPU only; the tensors are not all on the CPU")
         return "numba"
-    functorch = any(torch._C._functorch.is_functorch_wrapped_tensor(t) for t in tensors)
-    return "numba" if NumbaSelectiveScan is not None and on_cpu and not functorch else "torch"
+    return "numba" if NumbaSelectiveScan is not None and plain_cpu_tensors(*tensors) else "torch"
 
 
 def _discretize(x, delta, A_log2, B, decay, inject):
