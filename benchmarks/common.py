@@ -26,11 +26,24 @@ def median_time(fn, repeats: int = 5, warmup: int = 2, clock: str = "wall") -> f
 
 
 def print_table(rows, unit: str = "s", ours: str = "ours", reference: str = "reference") -> None:
-    """Print one Markdown table; `rows` are (case, ours_value, reference_value) and ratio = ours / reference."""
+    """Print one Markdown table; `rows` are (case, ours_value, reference_value[, ratio]) and the ratio, where a row
+    does not give it (for example a median of per-round ratios, `median_ratio`), is ours / reference."""
     print(f"| case | {ours} ({unit}) | {reference} ({unit}) | ratio |")
     print("|---|---|---|---|")
-    for case, ours_value, ref_value in rows:
-        print(f"| {case} | {ours_value:.4g} | {ref_value:.4g} | {ours_value / ref_value:.3f} |")
+    for case, ours_value, ref_value, *ratio in rows:
+        ratio = ratio[0] if ratio else ours_value / ref_value
+        print(f"| {case} | {ours_value:.4g} | {ref_value:.4g} | {ratio:.3f} |")
+
+
+def median_ratio(numerators, denominators) -> float:
+    """The median over rounds of numerator / denominator, each round's pair timed back to back.
+
+    On a machine whose speed drifts (a shared VM drifts by 20-30 % over minutes), each side's best round can pair a
+    fast moment of one side with a slow moment of the other; a round's ratio shares its moment, and the median of
+    those ratios ignores a round that an outside burst hit.
+    """
+    ratios = [n / d for n, d in zip(numerators, denominators, strict=True)]
+    return statistics.median(ratios)
 
 
 PEAK_PROBE = """

@@ -19,16 +19,17 @@ declare -A ARGS=(
   [transformer_vs_gpt2]="--repeats 5"
   [training_throughput]="--presets tiny --batches 6 --rounds 4"
   [regular_gpt_attention]="--preset tiny --repeats 1"
-  [regression_training_step]="--repeats 2 --rounds 3"
+  [regression_training_step]="--repeats 2 --rounds 5"
   [decode_per_token]="--steps 16 --warmup 2"
   [recurrent_mixers_chunked]="--repeats 3 --rounds 2"
   [h3_short_form]="--repeats 3"
   [training_levers]="--repeats 3 --rounds 2 --steps 20"
   [mamba_mixing_map]="--repeats 3 --rounds 2"
+  [cpu_kernels]="--rounds 5 --repeats 5"
 )
 ORDER=(ngram_baseline regbench_generation baum_welch ngram_head linear_attention_chunked gla_fast_forgetting
        mamba_training_step transformer_vs_gpt2 training_throughput regular_gpt_attention regression_training_step
-       decode_per_token recurrent_mixers_chunked h3_short_form training_levers mamba_mixing_map)
+       decode_per_token recurrent_mixers_chunked h3_short_form training_levers mamba_mixing_map cpu_kernels)
 mkdir -p "$OUT"
 for name in "${@:-${ORDER[@]}}"; do
   [[ -n "${ARGS[$name]+x}" ]] || { echo "unknown benchmark $name (one of: ${ORDER[*]})" >&2; exit 2; }

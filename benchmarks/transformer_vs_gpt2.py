@@ -5,15 +5,18 @@ Run: `OMP_NUM_THREADS=1 python benchmarks/transformer_vs_gpt2.py [--preset small
 Both models: same width, depth, heads, vocabulary, learned positions, LayerNorm, GELU (tanh), tied embeddings, no
 dropout, SDPA attention; a step is forward + backward + AdamW update. Ours runs twice, with its default CPU path
 (the compiled tanh-GELU of `mixers/ops/gelu_numba.py`) and with `HF_ICL_SCAN_BACKEND=torch` (ATen's GELU), so the
-kernel's share shows; the three are timed alternately in one process, identical weights for both of ours.
+kernel's share shows; the three are timed alternately in one process, identical weights for both of ours, in
+`--rounds` rounds. The time columns are each side's median over rounds and the ratio is the median of the per-round
+ratios (each round's sides timed back to back, so the drift of a shared VM cancels; see `common.median_ratio`).
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 
 import torch
-from common import add_output_argument, median_time, print_table, run_recorded, with_scan_backend
+from common import add_output_argument, median_ratio, median_time, print_table, run_recorded, with_scan_backend
 from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
 
 import hf_icl
@@ -64,6 +67,7 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--length", type=int, default=380)
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the median per-round ratio counts")
     add_output_argument(parser)
     args = parser.parse_args()
     ours, reference = build_pair(args.preset, vocab=20)
@@ -79,21 +83,22 @@ def main():
         "gpt2": training_step(reference.train(), torch.optim.AdamW(reference.parameters(), lr=1e-4), input_ids),
     }
     times = {name: [] for name in steps}
-    for _ in range(3):  # interleave rounds so drift in machine load hits both alike
+    for _ in range(args.rounds):  # interleave rounds so drift in machine load hits both alike
         for name, step in steps.items():
             times[name].append(median_time(step, repeats=args.repeats, warmup=2))
-    best = {name: min(values) for name, values in times.items()}
+    median = {name: statistics.median(values) for name, values in times.items()}
+    ratio = {name: median_ratio(times[name], times["gpt2"]) for name in ("ours", "ours_aten")}  # step-time ratios
     print(f"threads={torch.get_num_threads()} params={n_ours:,} batch={args.batch} T={args.length}\n")
     case = f"training step, {args.preset}, B={args.batch}, T={args.length}"
     print_table(
         [
-            (case, best["ours"], best["gpt2"]),
-            (case + ", ATen GELU (HF_ICL_SCAN_BACKEND=torch)", best["ours_aten"], best["gpt2"]),
+            (case, median["ours"], median["gpt2"], ratio["ours"]),
+            (case + ", ATen GELU (HF_ICL_SCAN_BACKEND=torch)", median["ours_aten"], median["gpt2"], ratio["ours_aten"]),
         ],
         ours="icl_transformer",
         reference="GPT2LMHeadModel",
     )
-    speedup = best["gpt2"] / best["ours"]
+    speedup = 1 / ratio["ours"]
     print(f"\ntokens/s against GPT-2: {speedup:.2f}x (target 1.3x: {'met' if speedup >= 1.3 else 'NOT met'})")
 
 
