@@ -98,6 +98,7 @@ def main():
         ours="icl_transformer",
         reference="GPT2LMHeadModel",
     )
+    print("\nper round (s): " + "; ".join(f"{name} " + ", ".join(f"{t:.3f}" for t in times[name]) for name in times))
     speedup = 1 / ratio["ours"]
     print(f"\ntokens/s against GPT-2: {speedup:.2f}x (target 1.3x: {'met' if speedup >= 1.3 else 'NOT met'})")
 
