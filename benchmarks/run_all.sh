@@ -11,7 +11,7 @@ export OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1
 declare -A ARGS=(
   [ngram_baseline]="--instances 10 --repeats 3"
   [regbench_generation]="--repeats 1"
-  [baum_welch]="--instances 10 --every 25"
+  [baum_welch]="--instances 10 --every 25 --full-split"
   [ngram_head]="--repeats 2 --reference-limit-gib 4"
   [linear_attention_chunked]="--repeats 3 --rounds 2"
   [gla_fast_forgetting]="--repeats 3 --rounds 2"
