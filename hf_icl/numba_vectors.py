@@ -5,7 +5,8 @@ LLVM vectorises for 256-bit registers on Intel server cores even where they have
 half the width the CPU has. The compiled CPU kernels of hf_icl (selective scan, short convolution, GELU, WKV,
 Baum–Welch) are such loops over channels. `benchmarks/cpu_kernels.py` compiles the selective scan both ways, in
 alternating child processes, at Mamba `tiny`'s B = 64, T = 82, D = 128, N = 16 (docs/benchmarks.md: about 1.2-1.5x
-forward and backward on the Xeon this was written on); the training steps of the other benchmarks are there too. numba's own test suite disables the preference the same way (numba PR #5757).
+forward and backward on the Xeon this was written on); the training steps of the other benchmarks are there too.
+numba's own test suite disables the preference the same way (numba PR #5757).
 
 numba reads the CPU features once, from `numba.core.config.CPU_FEATURES` (the `NUMBA_CPU_FEATURES` environment
 variable), when it creates its target machine at its first compilation in the process. `use_wide_vectors` sets

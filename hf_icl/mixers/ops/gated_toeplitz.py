@@ -6,7 +6,8 @@ streaming maps through DRAM (memory-bound elementwise products and K = d_h = 8 b
 computes the same thing a few batch rows at a time, so that one block of maps (≈ 1 MB, `BLOCK_ELEMENTS`) stays in
 L2 from the matmul that writes it to the one that reads it, and saves only q, k, v and M: the backward recomputes
 each block's q kᵀ. `benchmarks/cpu_kernels.py` times one H3 `tiny` mixer at that shape, forward + backward, both
-ways (docs/benchmarks.md; 1.9x on the Xeon it was written on). Values and gradients are the plain expression's up to summation order (∂M is summed block by block).
+ways (docs/benchmarks.md; 1.9x on the Xeon it was written on). Values and gradients are the plain expression's up
+to summation order (∂M is summed block by block).
 
 `gated_toeplitz_mix` takes this path on the CPU, and the plain expression on other devices (where memory traffic is
 not the bottleneck) and under functorch transforms. First derivatives only on the blocked path (as the compiled CPU
