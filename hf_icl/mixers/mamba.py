@@ -118,17 +118,20 @@ class SelectiveSSM(nn.Module):
     def forward(self, x, state=None, mask=None):
         """Apply S6 to `x` (B, T, d_inner); with a `MixerState`, continue from and update its `ssm_state`."""
         delta, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], dim=-1)
-        delta = zero_padding(F.softplus(self.dt_proj(delta)), mask)  # (B, T, d_inner)
+        delta = self.dt_proj(delta)  # (B, T, d_inner): Δ before its softplus
+        if mask is not None:  # softplus(−∞) = 0: a padded step leaves the state as it is
+            delta = delta.masked_fill(~mask.bool()[..., None], float("-inf"))
         A = -torch.exp(self.A_log.float())  # (d_inner, N)
         prev = state.get("ssm_state") if state is not None else None  # (B, d_inner, N)
         if prev is not None and x.shape[1] == 1:
-            y, h = selective_state_update(prev, x[:, 0], delta[:, 0], A, B[:, 0], C[:, 0])
-            y = y[:, None]  # (B, 1, d_inner)
-        else:
-            y, h = selective_scan(x, delta, A, B, C, initial_state=prev, chunk_size=self.chunk_size)
+            y, h = selective_state_update(prev, x[:, 0], F.softplus(delta[:, 0]), A, B[:, 0], C[:, 0])
+            y = y[:, None] + x * self.D  # (B, 1, d_inner)
+        else:  # the softplus and the D skip are fused into the scan where a kernel runs it
+            scan_options = dict(initial_state=prev, chunk_size=self.chunk_size, D=self.D, delta_softplus=True)
+            y, h = selective_scan(x, delta, A, B, C, **scan_options)  # (B, T, d_inner)
         if state is not None:
             state.set("ssm_state", h)
-        return y + x * self.D  # (B, T, d_inner)
+        return y  # (B, T, d_inner)
 
 
 MAMBA_FIELDS = (

@@ -39,6 +39,7 @@ import math
 import os
 
 import torch
+import torch.nn.functional as F
 
 from .cpu_paths import on_cpu, plain_cpu_tensors
 from .precision import autocast_off
@@ -171,7 +172,7 @@ class ChunkedSelectiveScan(torch.autograd.Function):
         return grad_x, grad_delta, grad_A / LOG2_E, grad_B, grad_C, grad_initial, None
 
 
-def selective_scan(x, delta, A, B, C, initial_state=None, chunk_size: int = 16):
+def selective_scan(x, delta, A, B, C, initial_state=None, chunk_size: int = 16, D=None, delta_softplus=False):
     """Selective scan over a sequence, from `initial_state` (zeros if `None`); returns (y, final state).
 
     Args:
@@ -182,6 +183,10 @@ def selective_scan(x, delta, A, B, C, initial_state=None, chunk_size: int = 16):
         initial_state (`torch.Tensor`, *optional*): (B, D, N) state before the first step.
         chunk_size (`int`): most steps per chunk of the CPU path; fewer when chunk_size·B·D·N would exceed
             `CHUNK_ELEMENTS` (the chunk buffers should stay in cache).
+        D (`torch.Tensor`, *optional*): (D,) skip weights: y_t gains D ⊙ x_t (Mamba's D).
+        delta_softplus (`bool`): `delta` arrives before its softplus, which the scan applies (Δ = softplus(delta);
+            −inf gives Δ = 0, a padded step). `D` and `delta_softplus` are mamba-ssm's `selective_scan_fn` options:
+            the compiled CPU scan and mamba-ssm's kernel fuse them; the torch path applies them around the scan.
 
     Returns:
         `(y, state)`: y (B, T, D) in the dtype of `x`, state (B, D, N) in float32 (float64 for float64 inputs).
@@ -196,17 +201,24 @@ def selective_scan(x, delta, A, B, C, initial_state=None, chunk_size: int = 16):
             A.float(),
             B.transpose(1, 2).contiguous(),
             C.transpose(1, 2).contiguous(),
+            D=None if D is None else D.float(),
+            delta_softplus=delta_softplus,
             return_last_state=True,
         )
         return y.transpose(1, 2), state.float()
     dtype = torch.promote_types(x.dtype, torch.float32)  # half precision runs in float32, float64 stays
-    if scan_backend(x, delta, A, B, C, initial_state) == "numba":
+    if scan_backend(x, delta, A, B, C, initial_state, D) == "numba":
         if initial_state is not None:
             initial_state = initial_state.to(dtype).transpose(1, 2).contiguous()  # (B, N, D)
         inputs = [t.to(dtype).contiguous() for t in (x, delta, A.t(), B, C)]  # (B, T, ·) and A as (N, D)
         chunk_size = max(1, min(chunk_size, NUMBA_CHUNK_ELEMENTS // A.numel()))
-        y, state = NumbaSelectiveScan.apply(*inputs, initial_state, chunk_size)
+        y, state = NumbaSelectiveScan.apply(*inputs, initial_state, chunk_size, D, delta_softplus)
         return y.to(x.dtype), state.transpose(1, 2).contiguous()
+    if delta_softplus:
+        delta = F.softplus(delta)
+    if D is not None:
+        y, state = selective_scan(x, delta, A, B, C, initial_state, chunk_size)
+        return (y + x * D).to(x.dtype), state
     if initial_state is not None:
         initial_state = initial_state.to(dtype).transpose(1, 2)  # (B, N, D)
     time_major = [t.to(dtype).transpose(0, 1).contiguous() for t in (x, delta, B, C)]  # (T, B, ·)

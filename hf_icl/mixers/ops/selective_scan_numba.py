@@ -17,6 +17,12 @@ multiply-adds) everywhere and `reassoc` in the backward, whose sums over D per s
 into SIMD partial sums as BLAS would (accumulated in registers: 15-20 % faster than writing the products to a row and
 summing it); inf, NaN and 0 are kept exact (no `nnan`/`ninf`). Compiled on first use and cached (`cache=True`).
 
+Two of Mamba's elementwise steps are fused in, as mamba-ssm's kernel does (`D`, `delta_softplus`): Δ may arrive
+before its softplus (the kernel applies softplus(r) = log1p(exp(r)), r above 20 passed through, as torch does, one row
+of D values per step, and multiplies ∂Δ by its derivative), and the skip D ⊙ x_t starts each y_t (∂x gains ∂y ⊙ D,
+∂D is summed in float64). Each saves passes over (B, T, D) tensors that cost more than the scan's own arithmetic at
+short lengths. A zero D (no skip) and `softplus=False` leave the scan as it was.
+
 Threads: the kernels are single-threaded. torch's intra-op threads are the user's thread budget; the case this was
 written for is one thread (a `prange` over batch rows would then gain nothing). With more torch threads the rest of
 the step still uses them; the scan does not.
@@ -51,19 +57,30 @@ def _step(delta_t, x_t, A_log2, B_t, previous, decay, state):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def scan_forward(x, delta, A_log2, B, C, state, y, checkpoints, chunk):
+def _delta_row(raw, softplus, out):
+    """Δ_t (D,) into `out`: softplus(raw) (torch's threshold: r > 20 passes through) or `raw` itself."""
+    for d in range(raw.shape[0]):
+        r = raw[d]
+        out[d] = r if not softplus or r > 20 else math.log1p(math.exp(r))
+
+
+@njit(cache=True, fastmath=FASTMATH)
+def scan_forward(x, delta, A_log2, B, C, D, softplus, state, y, checkpoints, chunk):
     """Run the scan from `state` (B, N, D), updated in place to the final state; writes y (B, T, D) and the state
-    before steps 0, chunk, 2·chunk, … into checkpoints (B, ⌈T/chunk⌉, N, D). x, Δ: (B, T, D); A_log2 = A·log2(e):
-    (N, D); B, C: (B, T, N)."""
+    before steps 0, chunk, 2·chunk, … into checkpoints (B, ⌈T/chunk⌉, N, D). x, Δ: (B, T, D), Δ before its softplus
+    where `softplus`; A_log2 = A·log2(e): (N, D); B, C: (B, T, N); D: (D,) skip weights (zeros for none)."""
     batch, length, channels = x.shape
     states = A_log2.shape[0]
+    delta_t = np.empty(channels, x.dtype)
     for b in range(batch):
         h = state[b]  # (N, D)
         for t in range(length):
             if t % chunk == 0:
                 checkpoints[b, t // chunk] = h
-            delta_t, x_t, y_t = delta[b, t], x[b, t], y[b, t]  # (D,) each
-            y_t[:] = 0
+            _delta_row(delta[b, t], softplus, delta_t)
+            x_t, y_t = x[b, t], y[b, t]  # (D,) each
+            for d in range(channels):
+                y_t[d] = D[d] * x_t[d]
             for n in range(states):
                 b_n, c_n, h_n, A_n = B[b, t, n], C[b, t, n], h[n], A_log2[n]
                 for d in range(channels):
@@ -74,16 +91,18 @@ def scan_forward(x, delta, A_log2, B, C, state, y, checkpoints, chunk):
 
 @njit(cache=True, fastmath=FASTMATH | {"reassoc"})
 def scan_backward(
-    x, delta, A, A_log2, B, C, checkpoints, chunk, grad_y, grad_state, grad_x, grad_delta, grad_A, grad_B, grad_C
-):
-    """Gradients of the scan run by `scan_forward` (same shapes, A (N, D) next to A_log2, its `checkpoints` and
-    `chunk`), given ∂y (B, T, D) and ∂(final
-    state) `grad_state` (B, N, D), which is overwritten with ∂(initial state). Writes grad_x, grad_delta (B, T, D),
-    grad_B, grad_C (B, T, N) and adds into grad_A (N, D) (float64)."""
+    x, delta, A, A_log2, B, C, D, softplus, checkpoints, chunk,
+    grad_y, grad_state, grad_x, grad_delta, grad_A, grad_B, grad_C, grad_D,
+):  # fmt: skip
+    """Gradients of the scan run by `scan_forward` (same shapes, A (N, D) next to A_log2, its D, `softplus`,
+    `checkpoints` and `chunk`), given ∂y (B, T, D) and ∂(final state) `grad_state` (B, N, D), which is overwritten
+    with ∂(initial state). Writes grad_x, grad_delta (B, T, D; ∂ of the raw Δ where `softplus`), grad_B, grad_C
+    (B, T, N) and adds into grad_A (N, D) and grad_D (D,) (float64)."""
     batch, length, channels = x.shape
     states = A.shape[0]
     h = np.empty((chunk + 1, states, channels), x.dtype)  # states before and after each step of a chunk
     decay = np.empty((chunk, states, channels), x.dtype)
+    deltas = np.empty((chunk, channels), x.dtype)  # the chunk's Δ rows (after the softplus)
     grad_A_chunk = np.empty((states, channels), x.dtype)
     rows = np.empty((3, channels), x.dtype)
     delta_x, grad_delta_x, grad_delta_t = rows[0], rows[1], rows[2]
@@ -94,11 +113,12 @@ def scan_backward(
             steps = min(chunk, length - start)
             h[0] = checkpoints[b, index]
             for j in range(steps):
-                _step(delta[b, start + j], x[b, start + j], A_log2, B[b, start + j], h[j], decay[j], h[j + 1])
+                _delta_row(delta[b, start + j], softplus, deltas[j])
+                _step(deltas[j], x[b, start + j], A_log2, B[b, start + j], h[j], decay[j], h[j + 1])
             grad_A_chunk[:] = 0
             for j in range(steps - 1, -1, -1):
                 t = start + j
-                delta_t, x_t, dy_t = delta[b, t], x[b, t], grad_y[b, t]  # (D,) each
+                delta_t, x_t, dy_t = deltas[j], x[b, t], grad_y[b, t]  # (D,) each
                 for d in range(channels):
                     delta_x[d] = delta_t[d] * x_t[d]
                 grad_delta_x[:] = 0
@@ -120,43 +140,54 @@ def scan_backward(
                     grad_C[b, t, n] = sum_C
                     grad_B[b, t, n] = sum_B
                 for d in range(channels):
-                    grad_x[b, t, d] = grad_delta_x[d] * delta_t[d]
+                    grad_x[b, t, d] = grad_delta_x[d] * delta_t[d] + dy_t[d] * D[d]
                     grad_delta[b, t, d] = grad_delta_t[d] + grad_delta_x[d] * x_t[d]
+                    grad_D[d] += dy_t[d] * x_t[d]
+                if softplus:  # ∂softplus(r)/∂r = sigmoid(r) = z / (z + 1), z = exp(r); 1 above the threshold
+                    raw = delta[b, t]
+                    for d in range(channels):
+                        if raw[d] <= 20:
+                            z = math.exp(raw[d])
+                            grad_delta[b, t, d] *= z / (z + 1)
             grad_A += grad_A_chunk
 
 
 class NumbaSelectiveScan(torch.autograd.Function):
     """Autograd function of the compiled scan on batch-first, contiguous inputs of one float dtype.
 
-    forward(x, Δ (B, T, D), A (N, D), B, C (B, T, N), h0 (B, N, D) or None, chunk) returns y (B, T, D) and the final
-    state (B, N, D). Only first derivatives: the backward is not itself differentiable (no double backward).
+    forward(x, Δ (B, T, D), A (N, D), B, C (B, T, N), h0 (B, N, D) or None, chunk, D (D,) or None, softplus)
+    returns y (B, T, D) and the final state (B, N, D); with `softplus` Δ arrives before its softplus, with D the skip
+    D ⊙ x is added to y. Only first derivatives: the backward is not itself differentiable (no double backward).
     """
 
     @staticmethod
     @autocast_off
-    def forward(ctx, x, delta, A, B, C, initial_state, chunk):
+    def forward(ctx, x, delta, A, B, C, initial_state, chunk, D=None, softplus=False):
         batch, length, channels = x.shape
         state = x.new_zeros(batch, *A.shape) if initial_state is None else initial_state.clone()
         y = x.new_empty(batch, length, channels)
         checkpoints = x.new_empty(batch, -(-length // chunk), *A.shape)
         A_log2 = A * LOG2_E  # (N, D): exp(Δ A) = 2^(Δ A log2 e), as in the torch path
-        arrays = [t.detach().numpy() for t in (x, delta, A_log2, B, C, state, y, checkpoints)]
-        scan_forward(*arrays, chunk)
-        ctx.save_for_backward(x, delta, A, A_log2, B, C, checkpoints)
-        ctx.chunk, ctx.has_initial_state = chunk, initial_state is not None
+        skip = x.new_zeros(channels) if D is None else D.detach().to(x.dtype).contiguous()  # (D,)
+        arrays = [t.detach().numpy() for t in (x, delta, A_log2, B, C, skip)]
+        scan_forward(*arrays, bool(softplus), *(t.numpy() for t in (state, y, checkpoints)), chunk)
+        ctx.save_for_backward(x, delta, A, A_log2, B, C, skip, checkpoints)
+        ctx.chunk, ctx.has_initial_state, ctx.softplus = chunk, initial_state is not None, bool(softplus)
+        ctx.skip_dtype = None if D is None else D.dtype
         return y, state
 
     @staticmethod
     @once_differentiable
     @autocast_off
     def backward(ctx, grad_y, grad_state):
-        x, delta, A, A_log2, B, C, checkpoints = ctx.saved_tensors
+        x, delta, A, A_log2, B, C, skip, checkpoints = ctx.saved_tensors
         grad_y = torch.zeros_like(x) if grad_y is None else grad_y.contiguous()
         carry = x.new_zeros(x.shape[0], *A.shape) if grad_state is None else grad_state.contiguous().clone()
         grads = [torch.empty_like(t) for t in (x, delta, B, C)]
-        grad_A = torch.zeros(A.shape, dtype=torch.float64)
-        inputs = [t.detach().numpy() for t in (x, delta, A, A_log2, B, C, checkpoints)]
-        outputs = [t.numpy() for t in (grad_y, carry, *grads[:2], grad_A, *grads[2:])]
-        scan_backward(*inputs, ctx.chunk, *outputs)
+        grad_A, grad_D = (torch.zeros(shape, dtype=torch.float64) for shape in (A.shape, skip.shape))
+        inputs = [t.detach().numpy() for t in (x, delta, A, A_log2, B, C, skip)]
+        outputs = [t.numpy() for t in (grad_y, carry, *grads[:2], grad_A, *grads[2:], grad_D)]
+        scan_backward(*inputs, ctx.softplus, checkpoints.numpy(), ctx.chunk, *outputs)
         grad_initial = carry if ctx.has_initial_state else None
-        return grads[0], grads[1], grad_A.to(A.dtype), grads[2], grads[3], grad_initial, None
+        grad_skip = None if ctx.skip_dtype is None else grad_D.to(ctx.skip_dtype)
+        return grads[0], grads[1], grad_A.to(A.dtype), grads[2], grads[3], grad_initial, None, grad_skip, None
