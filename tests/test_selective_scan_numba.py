@@ -122,12 +122,14 @@ def test_tiny_mamba_loss_and_gradients_agree_across_backends(monkeypatch):
         torch.testing.assert_close(grad, expected, atol=1e-5 * scale, rtol=1e-4, msg=name)
 
 
-def fused_scan_with_grads(backend, monkeypatch, inputs, skip, chunk):
-    """(y, state, ∂x, ∂raw Δ, ∂A, ∂B, ∂C, ∂h0, ∂D) of the scan with Δ = softplus(raw) and the skip D ⊙ x."""
+def fused_scan_with_grads(backend, monkeypatch, inputs, skip, gate, chunk):
+    """(y, state, ∂x, ∂raw Δ, ∂A, ∂B, ∂C, ∂h0, ∂D[, ∂z]) of the scan with Δ = softplus(raw), the skip D ⊙ x and,
+    where `gate` is given, the output ⊙ SiLU(gate)."""
     monkeypatch.setenv(SCAN_BACKEND_ENV, backend)
-    leaves = [t.clone().requires_grad_() for t in (*inputs, skip)]
-    x, raw, A, B, C, h0, D = leaves
-    y, h = selective_scan(x, raw, A, B, C, initial_state=h0, chunk_size=chunk, D=D, delta_softplus=True)
+    leaves = [t.clone().requires_grad_() for t in (*inputs, skip, *([] if gate is None else [gate]))]
+    x, raw, A, B, C, h0, D, *z = leaves
+    options = dict(initial_state=h0, chunk_size=chunk, D=D, delta_softplus=True, z=z[0] if z else None)
+    y, h = selective_scan(x, raw, A, B, C, **options)
     gen = torch.Generator().manual_seed(1)
     weights = [torch.randn(t.shape, generator=gen, dtype=t.dtype) for t in (y, h)]
     grads = torch.autograd.grad((y * weights[0]).sum() + (h * weights[1]).sum(), leaves)
@@ -142,14 +144,15 @@ def fused_scan_with_grads(backend, monkeypatch, inputs, skip, chunk):
     state_size=st.integers(1, 4),
     chunk=st.integers(1, 12),
     double=st.booleans(),
+    gated=st.booleans(),
     seed=st.integers(0, 2**16),
 )
-def test_fused_softplus_and_skip_equal_the_torch_path_and_the_unfused_scan(
-    batch, length, channels, state_size, chunk, double, seed
+def test_fused_softplus_skip_and_gate_equal_the_torch_path_and_the_unfused_scan(
+    batch, length, channels, state_size, chunk, double, gated, seed
 ):
-    """The compiled scan's fused softplus and D skip ≡ the torch path's softplus(raw) then scan then + D ⊙ x, in values
-    and in every gradient (∂raw Δ and ∂D included); raw Δ holds −inf (padded steps: Δ = 0, no gradient) and values
-    above softplus's threshold of 20 (passed through), and both ≡ the unfused scan written out by hand."""
+    """The compiled scan's fused softplus, D skip and SiLU gate ≡ the torch path's softplus(raw), scan, + D ⊙ x,
+    ⊙ SiLU(z), in values and in every gradient (∂raw Δ, ∂D, ∂z included); raw Δ holds −inf (padded steps: Δ = 0, no
+    gradient) and values above softplus's threshold of 20 (passed through), and both ≡ the unfused scan by hand."""
     dtype, tolerance = (torch.float64, 1e-10) if double else (torch.float32, 1e-5)
     x, delta, A, B, C, h0 = random_inputs(batch, length, channels, state_size, seed, dtype, padded_fraction=0)
     gen = torch.Generator().manual_seed(seed + 1)
@@ -157,18 +160,21 @@ def test_fused_softplus_and_skip_equal_the_torch_path_and_the_unfused_scan(
     raw = torch.where(torch.rand(raw.shape, generator=gen) < 0.1, torch.full_like(raw, 21.5), raw)  # above threshold
     raw = raw.masked_fill(torch.rand(batch, length, 1, generator=gen) < 0.2, float("-inf"))  # padded steps
     skip = torch.randn(channels, generator=gen, dtype=dtype)
-    names = ["y", "state", "x", "raw delta", "A", "B", "C", "h0", "D"]
+    gate = torch.randn(batch, length, channels, generator=gen, dtype=dtype) * 3 if gated else None
+    names = ["y", "state", "x", "raw delta", "A", "B", "C", "h0", "D", "z"]
     with pytest.MonkeyPatch.context() as monkeypatch:
-        ours = fused_scan_with_grads("numba", monkeypatch, (x, raw, A, B, C, h0), skip, chunk)
-        oracle = fused_scan_with_grads("torch", monkeypatch, (x, raw, A, B, C, h0), skip, chunk)
+        ours = fused_scan_with_grads("numba", monkeypatch, (x, raw, A, B, C, h0), skip, gate, chunk)
+        oracle = fused_scan_with_grads("torch", monkeypatch, (x, raw, A, B, C, h0), skip, gate, chunk)
         monkeypatch.setenv(SCAN_BACKEND_ENV, "torch")
         y, h = selective_scan(x, torch.nn.functional.softplus(raw), A, B, C, initial_state=h0, chunk_size=chunk)
-    for name, value, expected in zip(names, ours, oracle, strict=True):
+    assert len(ours) == len(oracle) == 9 + gated
+    for name, value, expected in zip(names, ours, oracle):
         assert value.dtype == expected.dtype and value.shape == expected.shape, name
         assert torch.isfinite(value).all(), name
         scale = expected.abs().max().item() + 1.0
         torch.testing.assert_close(value, expected, atol=tolerance * scale, rtol=tolerance, msg=name)
-    torch.testing.assert_close(oracle[0], y + x * skip, atol=tolerance, rtol=tolerance)
+    unfused = (y + x * skip) * (1 if gate is None else torch.nn.functional.silu(gate))
+    torch.testing.assert_close(oracle[0], unfused, atol=tolerance, rtol=tolerance)
     torch.testing.assert_close(oracle[1], h, atol=tolerance, rtol=tolerance)
     padded = torch.isinf(raw)
     assert (ours[3][padded] == 0).all(), "a padded step (raw Δ = −inf) takes no gradient"

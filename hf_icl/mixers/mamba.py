@@ -115,8 +115,9 @@ class SelectiveSSM(nn.Module):
         real = allowed[:, 0].diagonal(dim1=-2, dim2=-1)  # (B|1, T)
         return maps * allowed + torch.diag_embed(self.D[None, :, None] * real[:, None])  # + D on the diagonal
 
-    def forward(self, x, state=None, mask=None):
-        """Apply S6 to `x` (B, T, d_inner); with a `MixerState`, continue from and update its `ssm_state`."""
+    def forward(self, x, state=None, mask=None, gate=None):
+        """Apply S6 to `x` (B, T, d_inner); with a `MixerState`, continue from and update its `ssm_state`; with a
+        `gate` z (B, T, d_inner), return the output ⊙ SiLU(z)."""
         delta, B, C = self.x_proj(x).split([self.dt_rank, self.state_size, self.state_size], dim=-1)
         delta = self.dt_proj(delta)  # (B, T, d_inner): Δ before its softplus
         if mask is not None:  # softplus(−∞) = 0: a padded step leaves the state as it is
@@ -126,9 +127,10 @@ class SelectiveSSM(nn.Module):
         if prev is not None and x.shape[1] == 1:
             y, h = selective_state_update(prev, x[:, 0], F.softplus(delta[:, 0]), A, B[:, 0], C[:, 0])
             y = y[:, None] + x * self.D  # (B, 1, d_inner)
-        else:  # the softplus and the D skip are fused into the scan where a kernel runs it
-            scan_options = dict(initial_state=prev, chunk_size=self.chunk_size, D=self.D, delta_softplus=True)
-            y, h = selective_scan(x, delta, A, B, C, **scan_options)  # (B, T, d_inner)
+            y = y if gate is None else y * F.silu(gate)
+        else:  # the softplus, the D skip and the gate are fused into the scan where a kernel runs it
+            options = dict(initial_state=prev, chunk_size=self.chunk_size, D=self.D, delta_softplus=True, z=gate)
+            y, h = selective_scan(x, delta, A, B, C, **options)  # (B, T, d_inner)
         if state is not None:
             state.set("ssm_state", h)
         return y  # (B, T, d_inner)
@@ -177,8 +179,9 @@ class MambaMixer(nn.Module):
     def build_ssm(self, config, channels: int) -> nn.Module:
         return SelectiveSSM(channels, config.ssm_state_size, config.dt_rank, config.scan_chunk_size)
 
-    def run_ssm(self, x, state, mask):
-        return self.ssm(x, state, mask)
+    def run_ssm(self, x, state, mask, gate=None):
+        """The SSM on x (B, T, d_inner), its output ⊙ SiLU(gate) where a gate is given (fused into the scan)."""
+        return self.ssm(x, state, mask, gate=gate)
 
     def state_size(self) -> int:
         return self.conv.state_bytes() + self.ssm.state_bytes()
@@ -208,8 +211,8 @@ class MambaMixer(nn.Module):
         # two matmuls with contiguous outputs: slices of one (B, T, 2·d_inner) output make every later op strided
         x, z = (F.linear(hidden_states, weight) for weight in self.in_proj.weight.chunk(2))  # (B, T, d_inner) each
         x = zero_padding(F.silu(self.conv(zero_padding(x, mask), state)), mask)
-        y = self.run_ssm(x, state, mask)  # (B, T, d_inner)
-        return self.out_proj(y * F.silu(z))  # (B, T, d)
+        y = self.run_ssm(x, state, mask, gate=z)  # (B, T, d_inner): S6(x) ⊙ SiLU(z)
+        return self.out_proj(y)  # (B, T, d)
 
 
 @register_mixer("s4_mamba", config_fields=MAMBA_FIELDS)
@@ -224,8 +227,9 @@ class S4MambaMixer(MambaMixer):
     def build_ssm(self, config, channels: int) -> nn.Module:
         return DiagonalSSM(channels, config.ssm_state_size)
 
-    def run_ssm(self, x, state, mask):
-        return self.ssm(x, state)  # time-invariant: zeroed inputs at pads are enough (see DiagonalSSM)
+    def run_ssm(self, x, state, mask, gate=None):
+        y = self.ssm(x, state)  # time-invariant: zeroed inputs at pads are enough (see DiagonalSSM)
+        return y if gate is None else y * F.silu(gate)
 
     def ssm_map(self, x, mask):
         maps = self.ssm.toeplitz_map(x.shape[1])[None] * causal_key_mask(mask, x.shape[1], x.device)

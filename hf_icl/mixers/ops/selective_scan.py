@@ -172,7 +172,9 @@ class ChunkedSelectiveScan(torch.autograd.Function):
         return grad_x, grad_delta, grad_A / LOG2_E, grad_B, grad_C, grad_initial, None
 
 
-def selective_scan(x, delta, A, B, C, initial_state=None, chunk_size: int = 16, D=None, delta_softplus=False):
+def selective_scan(
+    x, delta, A, B, C, initial_state=None, chunk_size: int = 16, D=None, delta_softplus=False, z=None
+):  # fmt: skip
     """Selective scan over a sequence, from `initial_state` (zeros if `None`); returns (y, final state).
 
     Args:
@@ -185,8 +187,10 @@ def selective_scan(x, delta, A, B, C, initial_state=None, chunk_size: int = 16, 
             `CHUNK_ELEMENTS` (the chunk buffers should stay in cache).
         D (`torch.Tensor`, *optional*): (D,) skip weights: y_t gains D ⊙ x_t (Mamba's D).
         delta_softplus (`bool`): `delta` arrives before its softplus, which the scan applies (Δ = softplus(delta);
-            −inf gives Δ = 0, a padded step). `D` and `delta_softplus` are mamba-ssm's `selective_scan_fn` options:
-            the compiled CPU scan and mamba-ssm's kernel fuse them; the torch path applies them around the scan.
+            −inf gives Δ = 0, a padded step).
+        z (`torch.Tensor`, *optional*): (B, T, D) gate: the output is y ⊙ SiLU(z) (Mamba's gate). `D`,
+            `delta_softplus` and `z` are mamba-ssm's `selective_scan_fn` options: the compiled CPU scan and
+            mamba-ssm's kernel fuse them; the torch path applies them around the scan.
 
     Returns:
         `(y, state)`: y (B, T, D) in the dtype of `x`, state (B, D, N) in float32 (float64 for float64 inputs).
@@ -202,23 +206,26 @@ def selective_scan(x, delta, A, B, C, initial_state=None, chunk_size: int = 16, 
             B.transpose(1, 2).contiguous(),
             C.transpose(1, 2).contiguous(),
             D=None if D is None else D.float(),
+            z=None if z is None else z.transpose(1, 2).contiguous(),
             delta_softplus=delta_softplus,
             return_last_state=True,
         )
         return y.transpose(1, 2), state.float()
     dtype = torch.promote_types(x.dtype, torch.float32)  # half precision runs in float32, float64 stays
-    if scan_backend(x, delta, A, B, C, initial_state, D) == "numba":
+    if scan_backend(x, delta, A, B, C, initial_state, D, z) == "numba":
         if initial_state is not None:
             initial_state = initial_state.to(dtype).transpose(1, 2).contiguous()  # (B, N, D)
         inputs = [t.to(dtype).contiguous() for t in (x, delta, A.t(), B, C)]  # (B, T, ·) and A as (N, D)
+        gate = None if z is None else z.to(dtype).contiguous()
         chunk_size = max(1, min(chunk_size, NUMBA_CHUNK_ELEMENTS // A.numel()))
-        y, state = NumbaSelectiveScan.apply(*inputs, initial_state, chunk_size, D, delta_softplus)
+        y, state = NumbaSelectiveScan.apply(*inputs, initial_state, chunk_size, D, delta_softplus, gate)
         return y.to(x.dtype), state.transpose(1, 2).contiguous()
     if delta_softplus:
         delta = F.softplus(delta)
-    if D is not None:
+    if D is not None or z is not None:
         y, state = selective_scan(x, delta, A, B, C, initial_state, chunk_size)
-        return (y + x * D).to(x.dtype), state
+        y = y if D is None else y + x * D
+        return (y if z is None else y * F.silu(z)).to(x.dtype), state
     if initial_state is not None:
         initial_state = initial_state.to(dtype).transpose(1, 2)  # (B, N, D)
     time_major = [t.to(dtype).transpose(0, 1).contiguous() for t in (x, delta, B, C)]  # (T, B, ·)

@@ -17,11 +17,12 @@ multiply-adds) everywhere and `reassoc` in the backward, whose sums over D per s
 into SIMD partial sums as BLAS would (accumulated in registers: 15-20 % faster than writing the products to a row and
 summing it); inf, NaN and 0 are kept exact (no `nnan`/`ninf`). Compiled on first use and cached (`cache=True`).
 
-Two of Mamba's elementwise steps are fused in, as mamba-ssm's kernel does (`D`, `delta_softplus`): Δ may arrive
-before its softplus (the kernel applies softplus(r) = log1p(exp(r)), r above 20 passed through, as torch does, one row
-of D values per step, and multiplies ∂Δ by its derivative), and the skip D ⊙ x_t starts each y_t (∂x gains ∂y ⊙ D,
-∂D is summed in float64). Each saves passes over (B, T, D) tensors that cost more than the scan's own arithmetic at
-short lengths. A zero D (no skip) and `softplus=False` leave the scan as it was.
+Three of Mamba's elementwise steps are fused in, as mamba-ssm's kernel does (`D`, `delta_softplus`, `z`): Δ may
+arrive before its softplus (the kernel applies softplus(r) = log1p(exp(r)), r above 20 passed through, as torch does,
+one row of Δ values per step, and multiplies ∂Δ by its derivative); the skip D ⊙ x_t starts each y_t (∂x gains
+∂y ⊙ D, ∂D is summed in float64); and the output may be gated, y_t ⊙ SiLU(z_t) (the ungated y is kept for ∂z). Each
+saves passes over (B, T, D) tensors that cost more than the scan's own arithmetic at short lengths. A zero D (no
+skip), `softplus=False` and `gated=False` leave the scan as it was.
 
 Threads: the kernels are single-threaded. torch's intra-op threads are the user's thread budget; the case this was
 written for is one thread (a `prange` over batch rows would then gain nothing). With more torch threads the rest of
@@ -65,10 +66,11 @@ def _delta_row(raw, softplus, out):
 
 
 @njit(cache=True, fastmath=FASTMATH)
-def scan_forward(x, delta, A_log2, B, C, D, softplus, state, y, checkpoints, chunk):
-    """Run the scan from `state` (B, N, D), updated in place to the final state; writes y (B, T, D) and the state
-    before steps 0, chunk, 2·chunk, … into checkpoints (B, ⌈T/chunk⌉, N, D). x, Δ: (B, T, D), Δ before its softplus
-    where `softplus`; A_log2 = A·log2(e): (N, D); B, C: (B, T, N); D: (D,) skip weights (zeros for none)."""
+def scan_forward(x, delta, A_log2, B, C, D, softplus, z, gated, state, y_scan, y, checkpoints, chunk):
+    """Run the scan from `state` (B, N, D), updated in place to the final state; writes the scan's output y_scan
+    (B, T, D), where `gated` also y = y_scan ⊙ SiLU(z) (else y may be y_scan itself), and the state before steps
+    0, chunk, 2·chunk, … into checkpoints (B, ⌈T/chunk⌉, N, D). x, Δ, z: (B, T, D), Δ before its softplus where
+    `softplus`; A_log2 = A·log2(e): (N, D); B, C: (B, T, N); D: (D,) skip weights (zeros for none)."""
     batch, length, channels = x.shape
     states = A_log2.shape[0]
     delta_t = np.empty(channels, x.dtype)
@@ -78,7 +80,7 @@ def scan_forward(x, delta, A_log2, B, C, D, softplus, state, y, checkpoints, chu
             if t % chunk == 0:
                 checkpoints[b, t // chunk] = h
             _delta_row(delta[b, t], softplus, delta_t)
-            x_t, y_t = x[b, t], y[b, t]  # (D,) each
+            x_t, y_t = x[b, t], y_scan[b, t]  # (D,) each
             for d in range(channels):
                 y_t[d] = D[d] * x_t[d]
             for n in range(states):
@@ -87,25 +89,29 @@ def scan_forward(x, delta, A_log2, B, C, D, softplus, state, y, checkpoints, chu
                     value = scan_exp2(delta_t[d] * A_n[d]) * h_n[d] + delta_t[d] * x_t[d] * b_n
                     h_n[d] = value
                     y_t[d] += value * c_n
+            if gated:
+                z_t, out_t = z[b, t], y[b, t]
+                for d in range(channels):
+                    out_t[d] = y_t[d] * z_t[d] / (1 + math.exp(-z_t[d]))  # y ⊙ SiLU(z)
 
 
 @njit(cache=True, fastmath=FASTMATH | {"reassoc"})
 def scan_backward(
-    x, delta, A, A_log2, B, C, D, softplus, checkpoints, chunk,
-    grad_y, grad_state, grad_x, grad_delta, grad_A, grad_B, grad_C, grad_D,
+    x, delta, A, A_log2, B, C, D, softplus, z, gated, y_scan, checkpoints, chunk,
+    grad_y, grad_state, grad_x, grad_delta, grad_A, grad_B, grad_C, grad_D, grad_z,
 ):  # fmt: skip
-    """Gradients of the scan run by `scan_forward` (same shapes, A (N, D) next to A_log2, its D, `softplus`,
-    `checkpoints` and `chunk`), given ∂y (B, T, D) and ∂(final state) `grad_state` (B, N, D), which is overwritten
-    with ∂(initial state). Writes grad_x, grad_delta (B, T, D; ∂ of the raw Δ where `softplus`), grad_B, grad_C
-    (B, T, N) and adds into grad_A (N, D) and grad_D (D,) (float64)."""
+    """Gradients of the scan run by `scan_forward` (same shapes, A (N, D) next to A_log2, its D, `softplus`, z,
+    `gated`, y_scan, `checkpoints` and `chunk`), given ∂y (B, T, D) and ∂(final state) `grad_state` (B, N, D), which
+    is overwritten with ∂(initial state). Writes grad_x, grad_delta (B, T, D; ∂ of the raw Δ where `softplus`),
+    grad_B, grad_C (B, T, N), where `gated` grad_z (B, T, D), and adds into grad_A (N, D) and grad_D (D,) (float64)."""
     batch, length, channels = x.shape
     states = A.shape[0]
     h = np.empty((chunk + 1, states, channels), x.dtype)  # states before and after each step of a chunk
     decay = np.empty((chunk, states, channels), x.dtype)
     deltas = np.empty((chunk, channels), x.dtype)  # the chunk's Δ rows (after the softplus)
     grad_A_chunk = np.empty((states, channels), x.dtype)
-    rows = np.empty((3, channels), x.dtype)
-    delta_x, grad_delta_x, grad_delta_t = rows[0], rows[1], rows[2]
+    rows = np.empty((4, channels), x.dtype)
+    delta_x, grad_delta_x, grad_delta_t, grad_scan = rows[0], rows[1], rows[2], rows[3]
     for b in range(batch):
         adjoint = grad_state[b]  # (N, D): ∂loss/∂h_t from steps after t, then ∂loss/∂h_{t-1}
         for index in range(checkpoints.shape[1] - 1, -1, -1):
@@ -119,6 +125,15 @@ def scan_backward(
             for j in range(steps - 1, -1, -1):
                 t = start + j
                 delta_t, x_t, dy_t = deltas[j], x[b, t], grad_y[b, t]  # (D,) each
+                if gated:  # ∂y_scan = ∂y ⊙ SiLU(z); ∂z = ∂y ⊙ y_scan ⊙ SiLU'(z), SiLU' = σ (1 + z (1 − σ))
+                    z_t, y_t = z[b, t], y_scan[b, t]
+                    for d in range(channels):
+                        sigmoid = 1 / (1 + math.exp(-z_t[d]))
+                        grad_scan[d] = dy_t[d] * z_t[d] * sigmoid
+                        grad_z[b, t, d] = dy_t[d] * y_t[d] * sigmoid * (1 + z_t[d] * (1 - sigmoid))
+                else:
+                    grad_scan[:] = dy_t
+                dy_t = rows[3]  # ∂y_scan (D,)
                 for d in range(channels):
                     delta_x[d] = delta_t[d] * x_t[d]
                 grad_delta_x[:] = 0
@@ -143,51 +158,69 @@ def scan_backward(
                     grad_x[b, t, d] = grad_delta_x[d] * delta_t[d] + dy_t[d] * D[d]
                     grad_delta[b, t, d] = grad_delta_t[d] + grad_delta_x[d] * x_t[d]
                     grad_D[d] += dy_t[d] * x_t[d]
-                if softplus:  # ∂softplus(r)/∂r = sigmoid(r) = z / (z + 1), z = exp(r); 1 above the threshold
+                if softplus:  # ∂softplus(r)/∂r = sigmoid(r) = e / (e + 1), e = exp(r); 1 above the threshold
                     raw = delta[b, t]
                     for d in range(channels):
                         if raw[d] <= 20:
-                            z = math.exp(raw[d])
-                            grad_delta[b, t, d] *= z / (z + 1)
+                            e = math.exp(raw[d])
+                            grad_delta[b, t, d] *= e / (e + 1)
             grad_A += grad_A_chunk
 
 
 class NumbaSelectiveScan(torch.autograd.Function):
     """Autograd function of the compiled scan on batch-first, contiguous inputs of one float dtype.
 
-    forward(x, Δ (B, T, D), A (N, D), B, C (B, T, N), h0 (B, N, D) or None, chunk, D (D,) or None, softplus)
-    returns y (B, T, D) and the final state (B, N, D); with `softplus` Δ arrives before its softplus, with D the skip
-    D ⊙ x is added to y. Only first derivatives: the backward is not itself differentiable (no double backward).
+    forward(x, Δ (B, T, D), A (N, D), B, C (B, T, N), h0 (B, N, D) or None, chunk, D (D,) or None, softplus, z (B, T,
+    D) or None) returns y (B, T, D) and the final state (B, N, D); with `softplus` Δ arrives before its softplus, with
+    D the skip D ⊙ x is added to y, with z the output is gated, y ⊙ SiLU(z). Only first derivatives: the backward is
+    not itself differentiable (no double backward).
     """
 
     @staticmethod
     @autocast_off
-    def forward(ctx, x, delta, A, B, C, initial_state, chunk, D=None, softplus=False):
+    def forward(ctx, x, delta, A, B, C, initial_state, chunk, D=None, softplus=False, z=None):
         batch, length, channels = x.shape
         state = x.new_zeros(batch, *A.shape) if initial_state is None else initial_state.clone()
-        y = x.new_empty(batch, length, channels)
+        y_scan = x.new_empty(batch, length, channels)
+        y = y_scan if z is None else torch.empty_like(y_scan)
+        gate = x.new_empty(1, 1, 1) if z is None else z.detach()  # (B, T, D), or a placeholder
         checkpoints = x.new_empty(batch, -(-length // chunk), *A.shape)
         A_log2 = A * LOG2_E  # (N, D): exp(Δ A) = 2^(Δ A log2 e), as in the torch path
         skip = x.new_zeros(channels) if D is None else D.detach().to(x.dtype).contiguous()  # (D,)
         arrays = [t.detach().numpy() for t in (x, delta, A_log2, B, C, skip)]
-        scan_forward(*arrays, bool(softplus), *(t.numpy() for t in (state, y, checkpoints)), chunk)
-        ctx.save_for_backward(x, delta, A, A_log2, B, C, skip, checkpoints)
+        outputs = [t.numpy() for t in (state, y_scan, y, checkpoints)]
+        scan_forward(*arrays, bool(softplus), gate.numpy(), z is not None, *outputs, chunk)
+        kept = y_scan if z is not None else gate  # the ungated output, only where ∂z needs it (else y itself)
+        ctx.save_for_backward(x, delta, A, A_log2, B, C, skip, gate, kept, checkpoints)
         ctx.chunk, ctx.has_initial_state, ctx.softplus = chunk, initial_state is not None, bool(softplus)
-        ctx.skip_dtype = None if D is None else D.dtype
+        ctx.skip_dtype, ctx.gated = None if D is None else D.dtype, z is not None
         return y, state
 
     @staticmethod
     @once_differentiable
     @autocast_off
     def backward(ctx, grad_y, grad_state):
-        x, delta, A, A_log2, B, C, skip, checkpoints = ctx.saved_tensors
+        x, delta, A, A_log2, B, C, skip, gate, y_scan, checkpoints = ctx.saved_tensors
         grad_y = torch.zeros_like(x) if grad_y is None else grad_y.contiguous()
         carry = x.new_zeros(x.shape[0], *A.shape) if grad_state is None else grad_state.contiguous().clone()
-        grads = [torch.empty_like(t) for t in (x, delta, B, C)]
+        grads = [torch.empty_like(t) for t in (x, delta, B, C, gate)]
         grad_A, grad_D = (torch.zeros(shape, dtype=torch.float64) for shape in (A.shape, skip.shape))
         inputs = [t.detach().numpy() for t in (x, delta, A, A_log2, B, C, skip)]
-        outputs = [t.numpy() for t in (grad_y, carry, *grads[:2], grad_A, *grads[2:], grad_D)]
-        scan_backward(*inputs, ctx.softplus, checkpoints.numpy(), ctx.chunk, *outputs)
+        gating = [gate.numpy(), ctx.gated, y_scan.numpy()]
+        outputs = [t.numpy() for t in (grad_y, carry, *grads[:2], grad_A, *grads[2:4], grad_D, grads[4])]
+        scan_backward(*inputs, ctx.softplus, *gating, checkpoints.numpy(), ctx.chunk, *outputs)
         grad_initial = carry if ctx.has_initial_state else None
         grad_skip = None if ctx.skip_dtype is None else grad_D.to(ctx.skip_dtype)
-        return grads[0], grads[1], grad_A.to(A.dtype), grads[2], grads[3], grad_initial, None, grad_skip, None
+        grad_gate = grads[4] if ctx.gated else None
+        return (
+            grads[0],
+            grads[1],
+            grad_A.to(A.dtype),
+            grads[2],
+            grads[3],
+            grad_initial,
+            None,
+            grad_skip,
+            None,
+            grad_gate,
+        )
