@@ -51,7 +51,9 @@ ABOUT = {
     "transformer_vs_gpt2": (
         "`icl_transformer` vs. `transformers.GPT2LMHeadModel`, one training step at equal size",
         "target ≥ 1.3× GPT-2's fp32 tokens/s, i.e. a step-time ratio ≤ 0.769 (first row); the second row is ours "
-        "with ATen's GELU instead of the compiled one (`HF_ICL_SCAN_BACKEND=torch`).",
+        "with ATen's GELU instead of the compiled one (`HF_ICL_SCAN_BACKEND=torch`). Times are each side's median "
+        "over five interleaved rounds; the ratio is the median of the per-round ratios (printed per round), since "
+        "this VM's speed drifts by 20-30 % within minutes.",
     ),
     "training_throughput": (
         "Training tokens/s, `icl_transformer` vs. `GPT2LMHeadModel` on real RegBench batches",
@@ -63,12 +65,12 @@ ABOUT = {
     ),
     "regression_training_step": (
         "In-context regression training steps per second, each architecture against the Transformer",
-        "ratio = steps/s of the architecture ÷ the Transformer's; target ≥ 0.5 for H3, RegularGPT, Mamba and RWKV "
-        "(T = 82). The third table multiplies by each model's forward arithmetic, so per-step overhead shows apart "
-        "from work an architecture defines. RegularGPT's forward does several times the Transformer's arithmetic "
-        "(its shared block runs once per level, ⌈log_C T⌉ levels; second table), so its steps/s cannot reach 0.5 "
-        "without doing its arithmetic faster than the Transformer does; for it the target is read on the third "
-        "table (arithmetic rate ≥ 0.5).",
+        "ratio = steps/s of the architecture ÷ the Transformer's, the median of the per-round ratios; target ≥ 0.5 "
+        "for H3, RegularGPT, Mamba and RWKV (T = 82). The third table multiplies by each model's forward arithmetic, "
+        "so per-step overhead shows apart from work an architecture defines. RegularGPT's forward does several times "
+        "the Transformer's arithmetic (its shared block runs once per level, ⌈log_C T⌉ levels; second table), so its "
+        "steps/s cannot reach 0.5 without doing its arithmetic faster than the Transformer does; for it the target is"
+        " read on the third table (arithmetic rate ≥ 0.5).",
     ),
     "decode_per_token": (
         "Per-token decoding time and state size at two context lengths",
