@@ -8,7 +8,8 @@ preset (issue #16; issue #3 asked ≤ 3×).
 kernel, Δ rank, vocabulary 20, RMSNorm (our `mamba` is run with `norm="rmsnorm"` so the parameter counts are equal),
 tied embeddings. A step is forward + backward + AdamW update. transformers' CPU path runs its sequential scan (about
 a minute or more per step at T = 384), so it is timed once, after a warm-up step at T = 32; ours and the
-Transformer take the median of several steps, interleaved, and the best of three rounds. Times are process CPU time
+Transformer take the median of several steps, interleaved in rounds; times are each side's median round and the
+ratio is the median of the per-round ratios. Times are process CPU time
 by default (load from other processes on a shared machine disturbs them far less than wall time; `--clock wall`).
 `--skip-hf` leaves out the minutes-long `MambaForCausalLM` step.
 
@@ -21,12 +22,20 @@ from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # transformers may otherwise look for hub kernels
 
 import torch  # noqa: E402
-from common import add_output_argument, median_time, print_table, run_recorded, with_scan_backend  # noqa: E402
+from common import (  # noqa: E402
+    add_output_argument,
+    median_ratio,
+    median_time,
+    print_table,
+    run_recorded,
+    with_scan_backend,
+)
 from transformer_vs_gpt2 import training_step  # noqa: E402
 from transformers import AutoModelForCausalLM, MambaConfig, MambaForCausalLM  # noqa: E402
 
@@ -73,6 +82,7 @@ def main():
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--length", type=int, default=384)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the median per-round ratio counts")
     parser.add_argument("--clock", choices=("process", "wall"), default="process")
     parser.add_argument("--skip-hf", action="store_true")
     add_output_argument(parser)
@@ -89,11 +99,12 @@ def main():
     steps = {f"ours/{backend}": with_scan_backend(train["ours"], backend) for backend in backends}
     steps["transformer"] = train["transformer"]
     times = {name: [] for name in steps}
-    for _ in range(3):  # interleave rounds so drift in machine load hits both alike
+    for _ in range(args.rounds):  # interleave rounds so drift in machine speed hits both alike
         for name, step in steps.items():
             times[name].append(timed(step, args.repeats, args.clock))
-    best = {name: min(values) for name, values in times.items()}
+    best = {name: statistics.median(values) for name, values in times.items()}  # each side's median round
     best["ours"] = best[f"ours/{default}"]
+    ratio = {name: median_ratio(times[name], times["transformer"]) for name in steps}  # per-round ratios' median
 
     best["hf"] = float("nan")
     if not args.skip_hf:
@@ -118,9 +129,11 @@ def main():
     if not args.skip_hf:
         print_table([(case, best["ours"], best["hf"])], ours="icl_mamba", reference="MambaForCausalLM")
         print()
-    print_table([(case, best["ours"], best["transformer"])], ours="icl_mamba", reference="icl_transformer")
+    ours_row = (case, best["ours"], best["transformer"], ratio[f"ours/{default}"])
+    print_table([ours_row], ours="icl_mamba", reference="icl_transformer")
     print(f"\nicl_mamba by CPU selective scan ({scan_module.SCAN_BACKEND_ENV}; default here: {default}):")
-    rows = [(f"{case}, {backend} scan", best[f"ours/{backend}"], best["transformer"]) for backend in backends]
+    rows = [(f"{case}, {backend} scan", best[f"ours/{backend}"], best["transformer"], ratio[f"ours/{backend}"])
+            for backend in backends]  # fmt: skip
     print_table(rows, ours="icl_mamba", reference="icl_transformer")
 
 
