@@ -30,6 +30,7 @@ from .papers import (  # noqa: E402
 from .papers import __doc__ as ENTITIES  # noqa: E402
 from .runs import RunRecord, find_runs, scale_text, settings_of  # noqa: E402
 from .runs import __doc__ as GROUPING  # noqa: E402
+from .studies import Study, find_studies  # noqa: E402
 
 FIGURES = "report_figures"
 HEADLINE_START, HEADLINE_END = "<!-- headline findings: start -->", "<!-- headline findings: end -->"
@@ -218,11 +219,12 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
     numbers = numbers or load_paper_numbers()
     output_dir = Path(output_dir)
     records = find_runs(run_paths)
+    studies = find_studies(run_paths)  # read (and checked) before anything is written
     figures = output_dir / FIGURES
     created = [folder for folder in (figures, *figures.parents) if not folder.exists()]  # innermost first
     figures.mkdir(parents=True, exist_ok=True)
     try:
-        return write_pages(records, output_dir, command, numbers, readme)
+        return write_pages(records, output_dir, command, numbers, readme, studies)
     except BaseException:  # a failed report leaves none of the folders it made empty behind
         for folder in created:
             if folder.is_dir() and not any(folder.iterdir()):
@@ -231,7 +233,7 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
 
 
 def write_pages(records: list[RunRecord], output_dir: Path, command: str, numbers: PaperNumbers,
-                readme: str | Path | None) -> dict:  # fmt: skip
+                readme: str | Path | None, studies: list[Study] = ()) -> dict:  # fmt: skip
     """:func:`build_report`'s pages, figures and README block, from the runs read."""
     assessments = [assess(f, numbers, records) for f in numbers.findings]
     lines = number_lines(numbers, assessments, records)
@@ -251,6 +253,11 @@ def write_pages(records: list[RunRecord], output_dir: Path, command: str, number
     doc.table(["paper", "finding", "verdict", "reason"],
               [[f"[{a.finding.paper}]({a.finding.paper}.md#{a.finding.id})", a.finding.claim, mark(a), a.reason]
                for a in assessments])  # fmt: skip
+    if studies:
+        doc.heading(2, "Beyond the papers")
+        doc.paragraph("Studies no paper's finding covers, each declared by a `study.json` in its folder: what it "
+                      "found, its write-up, and the committed files its numbers come from.")  # fmt: skip
+        doc.table(["study", "finding", "evidence"], [study_row(study, output_dir) for study in studies])
     doc.heading(2, "How findings are judged")
     for text in (*ENTITIES.split("\n\n")[1:], *rules.__doc__.split("\n\n")[1:], *GROUPING.split("\n\n")[1:]):
         if text.lstrip().startswith("- "):
@@ -282,6 +289,16 @@ def write_pages(records: list[RunRecord], output_dir: Path, command: str, number
     for paper in numbers.papers:
         counts[paper] = dict(Counter(a.verdict for a in assessments if a.finding.paper == paper))
     return counts
+
+
+def study_row(study: Study, output_dir: Path) -> list[str]:
+    """A study's row of the report: its title linked to its page, its finding, its evidence files linked."""
+
+    def link(name: str) -> str:
+        return Path(os.path.relpath((study.folder / name).resolve(), output_dir.resolve())).as_posix()
+
+    evidence = ", ".join(f"[{name}]({link(name)})" for name in study.evidence)
+    return [f"[{study.title}]({link(study.page)})", study.finding, evidence]
 
 
 def write_readme_block(readme: Path, table: str) -> None:

@@ -23,7 +23,9 @@ INLINE = [
     (re.compile(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])"), r"<em>\1</em>"),
     (re.compile(r"`([^`]+)`"), r"<code>\1</code>"),
 ]
-MD_LINK = re.compile(r'href="(?![a-z]+://)([^"#]+)\.md(#[^"]*)?"')
+# a link to one of the report's own pages (a sibling `.md`, written as `.html` too); links into other folders (a
+# study's write-up) keep their `.md`, the file that exists there
+MD_LINK = re.compile(r'href="(?![a-z]+://)([^"#/]+)\.md(#[^"]*)?"')
 
 
 def inline_html(text: str) -> str:
