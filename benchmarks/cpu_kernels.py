@@ -95,11 +95,10 @@ def wide_vector_table(rounds: int, repeats: int) -> None:
 def plain_gated_toeplitz():
     """H3 with the plain expression ((q kᵀ) ⊙ M) v in place of the blocked CPU form, for this block."""
     import hf_icl.mixers.h3 as h3
+    from hf_icl.mixers.ops.gated_toeplitz import plain_gated_toeplitz_mix
 
     blocked = h3.gated_toeplitz_mix
-    h3.gated_toeplitz_mix = lambda q, k, v, maps: (
-        ((q.to(maps.dtype) @ k.to(maps.dtype).transpose(-1, -2)) * maps) @ v.to(maps.dtype)
-    )
+    h3.gated_toeplitz_mix = plain_gated_toeplitz_mix
     try:
         yield
     finally:

@@ -65,6 +65,13 @@ def block_rows(heads: int, length: int) -> int:
     return max(1, BLOCK_ELEMENTS // (heads * length * length))
 
 
+def plain_gated_toeplitz_mix(q, k, v, maps) -> torch.Tensor:
+    """The plain expression ((q kᵀ) ⊙ M) v (every (B, H, T, T) tensor materialised): the path off the CPU and
+    under functorch, and the oracle of the blocked form."""
+    q, k, v = (t.to(maps.dtype) for t in (q, k, v))
+    return ((q @ k.transpose(-1, -2)) * maps) @ v
+
+
 def gated_toeplitz_mix(q, k, v, maps, rows: int | None = None) -> torch.Tensor:
     """((q kᵀ) ⊙ M) v: (B, H, T, D) from q, k, v (B, H, T, D) and a causal map M (H, T, T) shared by the batch.
 
@@ -75,6 +82,6 @@ def gated_toeplitz_mix(q, k, v, maps, rows: int | None = None) -> torch.Tensor:
     """
     q, k, v = (t.to(maps.dtype) for t in (q, k, v))
     if not plain_cpu_tensors(q, k, v, maps):
-        return ((q @ k.transpose(-1, -2)) * maps) @ v
+        return plain_gated_toeplitz_mix(q, k, v, maps)
     rows = block_rows(q.shape[1], q.shape[2]) if rows is None else rows
     return GatedToeplitz.apply(*(t.contiguous() for t in (q, k, v, maps)), rows)
