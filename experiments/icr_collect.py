@@ -13,8 +13,9 @@ the task scores on the same prompts (chain-of-thought: on the model's own steps,
 beside it). Sparse-parity runs get their final-example accuracy, beside the exact GF(2)
 solver's and the best accuracy from x alone (the context-free Bayes rule, by enumeration over x). `--curves` also
 copies each run's in_context_curves.png. With several roots (one sweep per architecture over the same points, one
-experiment), each run is named `architecture=A,<point>`. Group statistics (mean ± sd over seeds) are printed for
-points whose names differ only in `seed=`.
+experiment), each run is named `architecture=A,<point>`; a root may be a folder collected before (its runs keep
+their names), so another architecture's sweep joins an experiment whose own sweep outputs are gone. Group
+statistics (mean ± sd over seeds) are printed for points whose names differ only in `seed=`.
 """
 
 from __future__ import annotations
@@ -141,13 +142,15 @@ def main(argv=None) -> None:
     runs = [run for root in map(Path, args.roots) for run in runs_under(root)]
     for run in runs:
         metrics = json.loads((run / "metrics.json").read_text())
-        # one experiment folder for several sweeps (one per architecture, the same points): runs named by both
-        name = f"architecture={metrics['architecture']},{run.name}" if len(args.roots) > 1 else run.name
+        # one experiment folder for several sweeps (one per architecture, the same points): runs named by both; a
+        # folder collected before (named so already, possibly dest itself) keeps its name, so a sweep can join it
+        named = len(args.roots) > 1 and not run.name.startswith("architecture=")
+        name = f"architecture={metrics['architecture']},{run.name}" if named else run.name
         out = dest / name
         out.mkdir(parents=True, exist_ok=True)
-        shutil.copy(run / "metrics.json", out / "metrics.json")
-        if args.curves and (run / "in_context_curves.png").exists():
-            shutil.copy(run / "in_context_curves.png", out / "in_context_curves.png")
+        for file in ["metrics.json"] + (["in_context_curves.png"] if args.curves else []):
+            if (run / file).exists() and not (out / file).resolve() == (run / file).resolve():
+                shutil.copy(run / file, out / file)
         steps = metrics["run_config"]["max_steps"]
         cpu = metrics["train"]["cpu_time_s"]
         test = metrics["test"]
