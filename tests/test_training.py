@@ -12,7 +12,7 @@ import pytest
 import yaml
 from safetensors.torch import load_file
 
-from hf_icl.training import main
+from hf_icl.training import main, provenance
 
 
 def free_port() -> int:
@@ -57,6 +57,7 @@ def test_smoke_run_writes_reports_and_learns(smoke_run):
     assert set(metrics["test"]["baselines"]) >= {"1-gram (paper)", "2-gram (paper)", "3-gram (paper)"}
     assert 0 <= metrics["test"]["model"]["accuracy"] <= 1 and 0 <= metrics["test"]["model"]["tvd"] <= 1
     assert metrics["run_config"]["train_on_delimiter"] is True
+    assert metrics["code"] == provenance.code_provenance()  # which code trained it (unchanged since the run)
     # the tiny Transformer's KV cache at 512 tokens: 2 layers × (keys, values) × 512 × d = 64 × 4 bytes
     assert metrics["state_size"] == {"bytes_per_sequence": 2 * 2 * 512 * 64 * 4, "length": 512, "fixed": False}
     for name in ("summary.md", "training_curves.png", "model/model.safetensors", "model/tokenizer.json"):

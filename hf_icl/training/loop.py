@@ -41,6 +41,7 @@ from .checkpoints import (
 )
 from .data import batch_stream
 from .launch import single_process_launch_warning
+from .provenance import code_provenance
 from .run_files import write_reports
 
 TRACKER_PACKAGES = {"trackio": ("trackio", "trackio"), "wandb": ("wandb", '"hf-icl[tracking]"')}
@@ -607,6 +608,7 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         "task_facts": data.description,
         "weights_checksum_per_process": checksums,
         "run_config": {**args.to_dict(), **data.description},
+        "code": code_provenance(),  # which code trained it: versions and the git commit
     }
     setting_changes = (read_run_marker(run.output_dir) or {}).get("setting_changes")
     if setting_changes:  # a resume continued with other settings: the saved and the new values, by step

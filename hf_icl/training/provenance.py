@@ -1,0 +1,43 @@
+"""Which code trained a run: `metrics.json["code"]` holds hf_icl's and torch's versions and, when the package is
+imported from a git checkout, its commit and whether its sources had uncommitted changes.
+
+Two runs of one config and seed trained by different code need not agree: a kernel exact to 1e-5 still moves the
+optimisation path, and at CPU scale the trained outcome can move by more than the spread between seeds (the
+y-model's seed 0 scored 0.660 and, on later code, 0.742). A run's seed names a reproducible model only together
+with its commit.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import torch
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # hf_icl/
+
+
+def git_output(*args: str) -> str | None:
+    """`git -C <the package's folder> ARGS`'s stdout, or None (no git, not a checkout, a timeout)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(PACKAGE_DIR), *args], capture_output=True, text=True, timeout=10, check=True
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip()
+
+
+def code_provenance() -> dict:
+    """`{"hf_icl": version, "torch": version, "git_commit": sha or None, "git_dirty": bool or None}`; the dirty flag
+    covers the package's own sources (`hf_icl/`), not results or notes elsewhere in the checkout."""
+    from .. import __version__
+
+    commit = git_output("rev-parse", "HEAD")
+    status = git_output("status", "--porcelain", "--", ".") if commit else None
+    return {
+        "hf_icl": __version__,
+        "torch": torch.__version__,
+        "git_commit": commit or None,
+        "git_dirty": bool(status) if status is not None else None,
+    }
