@@ -102,17 +102,17 @@ def main():
     for _ in range(args.rounds):  # interleave rounds so drift in machine speed hits both alike
         for name, step in steps.items():
             times[name].append(timed(step, args.repeats, args.clock))
-    best = {name: statistics.median(values) for name, values in times.items()}  # each side's median round
-    best["ours"] = best[f"ours/{default}"]
+    seconds = {name: statistics.median(values) for name, values in times.items()}  # each side's median round
+    seconds["ours"] = seconds[f"ours/{default}"]
     ratio = {name: median_ratio(times[name], times["transformer"]) for name in steps}  # per-round ratios' median
 
-    best["hf"] = float("nan")
+    seconds["hf"] = float("nan")
     if not args.skip_hf:
         training_step(reference.train(), optimizers["hf"], input_ids[:, :32])()  # warm-up at a short length
         clock = time.process_time if args.clock == "process" else time.perf_counter
         start = clock()
         training_step(reference, optimizers["hf"], input_ids)()
-        best["hf"] = clock() - start
+        seconds["hf"] = clock() - start
 
     tokens = args.batch * args.length
     print(
@@ -121,18 +121,18 @@ def main():
         f"params: mamba={counts['ours']:,} MambaForCausalLM={counts['hf']:,} icl_transformer={counts['tf']:,}"
     )
     print(
-        f"tokens/s: icl_mamba {tokens / best['ours']:,.0f}, MambaForCausalLM {tokens / best['hf']:,.0f}, "
-        f"icl_transformer {tokens / best['transformer']:,.0f}; speed-up over MambaForCausalLM "
-        f"{best['hf'] / best['ours']:.0f}× (target ≥ 50×)\n"
+        f"tokens/s: icl_mamba {tokens / seconds['ours']:,.0f}, MambaForCausalLM {tokens / seconds['hf']:,.0f}, "
+        f"icl_transformer {tokens / seconds['transformer']:,.0f}; speed-up over MambaForCausalLM "
+        f"{seconds['hf'] / seconds['ours']:.0f}× (target ≥ 50×)\n"
     )
     case = f"training step, {args.preset}, B={args.batch}, T={args.length}"
     if not args.skip_hf:
-        print_table([(case, best["ours"], best["hf"])], ours="icl_mamba", reference="MambaForCausalLM")
+        print_table([(case, seconds["ours"], seconds["hf"])], ours="icl_mamba", reference="MambaForCausalLM")
         print()
-    ours_row = (case, best["ours"], best["transformer"], ratio[f"ours/{default}"])
+    ours_row = (case, seconds["ours"], seconds["transformer"], ratio[f"ours/{default}"])
     print_table([ours_row], ours="icl_mamba", reference="icl_transformer")
     print(f"\nicl_mamba by CPU selective scan ({scan_module.SCAN_BACKEND_ENV}; default here: {default}):")
-    rows = [(f"{case}, {backend} scan", best[f"ours/{backend}"], best["transformer"], ratio[f"ours/{backend}"])
+    rows = [(f"{case}, {backend} scan", seconds[f"ours/{backend}"], seconds["transformer"], ratio[f"ours/{backend}"])
             for backend in backends]  # fmt: skip
     print_table(rows, ours="icl_mamba", reference="icl_transformer")
 

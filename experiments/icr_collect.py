@@ -149,7 +149,7 @@ def main(argv=None) -> None:
         out = dest / name
         out.mkdir(parents=True, exist_ok=True)
         for file in ["metrics.json"] + (["in_context_curves.png"] if args.curves else []):
-            if (run / file).exists() and not (out / file).resolve() == (run / file).resolve():
+            if (run / file).exists() and (out / file).resolve() != (run / file).resolve():
                 shutil.copy(run / file, out / file)
         steps = metrics["run_config"]["max_steps"]
         cpu = metrics["train"]["cpu_time_s"]

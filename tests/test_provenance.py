@@ -35,13 +35,16 @@ def test_uncommitted_change_marks_the_run_dirty(repository):
     assert provenance.code_provenance()["git_dirty"] is True
 
 
-def test_no_checkout_or_no_git_gives_none(tmp_path, monkeypatch):
+def test_outside_a_checkout_the_commit_is_none(tmp_path, monkeypatch):
     monkeypatch.setattr(provenance, "PACKAGE_DIR", tmp_path)  # a plain folder: not a checkout
     code = provenance.code_provenance()
     assert code["git_commit"] is None and code["git_dirty"] is None
 
+
+def test_without_git_the_commit_is_none(repository, monkeypatch):
     def missing_git(*args, **kwargs):
         raise FileNotFoundError("git")
 
-    monkeypatch.setattr(provenance.subprocess, "run", missing_git)
-    assert provenance.code_provenance()["git_commit"] is None
+    monkeypatch.setattr(provenance.subprocess, "run", missing_git)  # a checkout, but no git program to ask
+    code = provenance.code_provenance()
+    assert code["git_commit"] is None and code["git_dirty"] is None
