@@ -39,6 +39,22 @@ def runs_under(root: Path) -> list[Path]:
     return found
 
 
+def named_runs(roots: list[str]) -> dict[str, tuple[Path, dict]]:
+    """Every run under the roots by its name in the experiment folder, each name once, with its metrics.
+
+    Several sweeps (one per architecture, the same points) make one experiment: their runs are named
+    `architecture=A,<point>`. A folder collected before (named so already, possibly the destination itself) keeps its
+    name, so a sweep can join it. A run found twice (its collected copy and its sweep folder) is one run: the last
+    root's copy is kept, so a sweep listed after the experiment folder refreshes its runs without counting them twice.
+    """
+    named = {}
+    for run in (run for root in map(Path, roots) for run in runs_under(root)):
+        metrics = json.loads((run / "metrics.json").read_text())
+        prefixed = len(roots) > 1 and not run.name.startswith("architecture=")
+        named[f"architecture={metrics['architecture']},{run.name}" if prefixed else run.name] = (run, metrics)
+    return named
+
+
 def context_free_accuracy(d: int, k: int) -> float:
     """Sparse parity without the context: the best accuracy from x alone, S uniform over the k-subsets of d
     coordinates (predict the sign most subsets give x), by enumeration over x ∈ {±1}^d."""
@@ -139,13 +155,7 @@ def main(argv=None) -> None:
              + " ".join(args.roots) + f" --dest {args.dest}`. CPU s = `train.cpu_time_s` (shared 2-core machine, "
              "1 thread per run). Errors are the package's normalised squared error (test split, 1,280 prompts).", ""]
     regression, parity, suite, groups, parity_tasks = [], [], [], {}, {}
-    runs = [run for root in map(Path, args.roots) for run in runs_under(root)]
-    for run in runs:
-        metrics = json.loads((run / "metrics.json").read_text())
-        # one experiment folder for several sweeps (one per architecture, the same points): runs named by both; a
-        # folder collected before (named so already, possibly dest itself) keeps its name, so a sweep can join it
-        named = len(args.roots) > 1 and not run.name.startswith("architecture=")
-        name = f"architecture={metrics['architecture']},{run.name}" if named else run.name
+    for name, (run, metrics) in named_runs(args.roots).items():
         out = dest / name
         out.mkdir(parents=True, exist_ok=True)
         for file in ["metrics.json"] + (["in_context_curves.png"] if args.curves else []):
