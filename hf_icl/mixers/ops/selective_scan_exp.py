@@ -8,13 +8,24 @@ w = k + f with k = round(w) and |f| ≤ ½ (exact), a degree-6 minimax polynomia
 above 128 it is inf, and NaN stays NaN. As in the torch path, the rounding of w = Δ·(A log2 e) costs a relative
 error ≈ |w|·6e-8 in the decay, which only matters where the decay is already negligible. For float64 it is libm's
 `exp2` (the float64 path serves tests and checks, not speed).
+
+On it rest the scan's other elementwise functions, written so LLVM vectorises them too (numba would otherwise call
+libm once per element: for Mamba's fused softplus that cost four times the scan's own arithmetic):
+- `scan_exp(x)` = 2^(x log2 e);
+- `scan_sigmoid(x)` = 1 / (1 + e^−x), 0 at −inf and 1 at inf;
+- `scan_softplus(r)` = max(r, 0) + log1p(e^−|r|), r itself above torch's threshold of 20, 0 at −inf. log1p(t) on
+  [0, 1] is Cephes logf's polynomial on 1 + t = 2^e (1 + x), |x| ≤ √2 − 1 (x = t itself for e = 0, so a tiny t keeps
+  its full relative precision), with ln 2 split in two for e = 1.
+float64 keeps libm for each.
 """
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from llvmlite import ir
-from numba import types
+from numba import njit, types
 from numba.extending import intrinsic, overload
 
 LOWEST, HIGHEST = np.float32(-127.0), np.float32(128.0)  # 2^k is 0 and inf at the ends
@@ -62,4 +73,78 @@ def _scan_exp2(w):
         return _exp2_float32
     if w == types.float64:
         return lambda w: np.exp2(w)
+    return None
+
+
+LOG2_E = np.float32(1 / math.log(2))
+ZERO, HALF = np.float32(0.0), np.float32(0.5)
+SOFTPLUS_THRESHOLD = np.float32(20.0)  # torch's: softplus(r) = r above it
+SQRT2_MINUS_1 = np.float32(math.sqrt(2) - 1)
+LN2_HIGH, LN2_LOW = np.float32(0.693359375), np.float32(-2.12194440e-4)  # Cephes' split of ln 2
+LOG_POLY = tuple(  # Cephes logf: log(1 + x) ≈ x − x²/2 + x³·P(x) on √½ − 1 ≤ x ≤ √2 − 1
+    np.float32(c)
+    for c in (7.0376836292e-2, -1.1514610310e-1, 1.1676998740e-1, -1.2420140846e-1, 1.4249322787e-1)
+    + (-1.6668057665e-1, 2.0000714765e-1, -2.4999993993e-1, 3.3333331174e-1)
+)
+
+
+def scan_exp(x):
+    """e^x in the precision of `x` (float32 through `scan_exp2`, float64 libm); numba-compiled code only."""
+    raise NotImplementedError("scan_exp is for numba-compiled code")
+
+
+def scan_sigmoid(x):
+    """1 / (1 + e^−x) in the precision of `x`; numba-compiled code only."""
+    raise NotImplementedError("scan_sigmoid is for numba-compiled code")
+
+
+def scan_softplus(r):
+    """torch's softplus (threshold 20) in the precision of `r`; numba-compiled code only."""
+    raise NotImplementedError("scan_softplus is for numba-compiled code")
+
+
+@njit(cache=True, fastmath={"contract"}, error_model="numpy", inline="always")
+def _log1p_unit_float32(t):
+    """log(1 + t) for 0 ≤ t ≤ 1: 1 + t = 2^e (1 + x) with e = 0, x = t, or e = 1, x = t/2 − 1/2."""
+    above = t > SQRT2_MINUS_1
+    x = HALF * t - HALF if above else t
+    e = ONE if above else ZERO
+    z = x * x
+    p = LOG_POLY[0]
+    for c in LOG_POLY[1:]:
+        p = p * x + c
+    return x + (p * x * z + e * LN2_LOW - HALF * z) + e * LN2_HIGH
+
+
+_JIT = {"cache": True, "fastmath": {"contract"}, "error_model": "numpy"}
+
+
+@overload(scan_exp, jit_options=_JIT)
+def _scan_exp(x):
+    if x == types.float32:
+        return lambda x: scan_exp2(x * LOG2_E)
+    if x == types.float64:
+        return lambda x: math.exp(x)
+    return None
+
+
+@overload(scan_sigmoid, jit_options=_JIT, inline="always")
+def _scan_sigmoid(x):
+    if x in (types.float32, types.float64):
+        one = ONE if x == types.float32 else 1.0
+        return lambda x: one / (one + scan_exp(-x))
+    return None
+
+
+def _softplus_float32(r):
+    body = (r if r > ZERO else ZERO) + _log1p_unit_float32(scan_exp2(-abs(r) * LOG2_E))
+    return r if r > SOFTPLUS_THRESHOLD else body
+
+
+@overload(scan_softplus, jit_options=_JIT, inline="always")
+def _scan_softplus(r):
+    if r == types.float32:
+        return _softplus_float32
+    if r == types.float64:
+        return lambda r: r if r > 20.0 else math.log1p(math.exp(r))
     return None

@@ -11,18 +11,21 @@ and decays from its checkpoint into an (chunk + 1, N, D) buffer that stays in L2
 dh_{t−1} = exp(Δ_t A) ⊙ (dh_t + C_t dy_t) backwards, accumulating every gradient on the way. The state is never
 reconstructed by dividing by the decay (unstable where exp(Δ A) underflows).
 
-float32 runs in float32 (as the torch path) with the vectorisable 2^w of :mod:`.selective_scan_exp`; ∂A is summed
-in float64 across chunks. float64 runs in float64 with libm's exp2. The only fast-math flags are `contract` (fused
-multiply-adds) everywhere and `reassoc` in the backward, whose sums over D per step (∂B, ∂C) LLVM then vectorises
-into SIMD partial sums as BLAS would (accumulated in registers: 15-20 % faster than writing the products to a row and
-summing it); inf, NaN and 0 are kept exact (no `nnan`/`ninf`). Compiled on first use and cached (`cache=True`).
+float32 runs in float32 (as the torch path) with the vectorisable 2^w, softplus and sigmoid of
+:mod:`.selective_scan_exp` (libm's, called per element, made the fused softplus cost more than the scan itself); ∂A
+is summed in float64 across chunks. float64 runs in float64 with libm's exp2. The only fast-math flags are
+`contract` (fused multiply-adds) everywhere and `reassoc` in the backward, whose sums over D per step (∂B, ∂C) LLVM
+then vectorises into SIMD partial sums as BLAS would (accumulated in registers: 15-20 % faster than writing the
+products to a row and summing it); inf, NaN and 0 are kept exact (no `nnan`/`ninf`). `error_model="numpy"` lets a
+division (the sigmoid's) vectorise: the default checks it for a zero divisor element by element. Compiled on first
+use and cached (`cache=True`).
 
 Three of Mamba's elementwise steps are fused in, as mamba-ssm's kernel does (`D`, `delta_softplus`, `z`): Δ may
 arrive before its softplus (the kernel applies softplus(r) = log1p(exp(r)), r above 20 passed through, as torch does,
-one row of Δ values per step, and multiplies ∂Δ by its derivative); the skip D ⊙ x_t starts each y_t (∂x gains
-∂y ⊙ D, ∂D is summed in float64); and the output may be gated, y_t ⊙ SiLU(z_t) (the ungated y is kept for ∂z). Each
-saves passes over (B, T, D) tensors that cost more than the scan's own arithmetic at short lengths. A zero D (no
-skip), `softplus=False` and `gated=False` leave the scan as it was.
+one row of Δ values per step, and multiplies ∂Δ by its derivative, the sigmoid); the skip D ⊙ x_t starts each
+y_t (∂x gains ∂y ⊙ D, ∂D is summed in float64); and the output may be gated, y_t ⊙ SiLU(z_t) (the ungated y is kept
+for ∂z). Each saves passes over (B, T, D) tensors that cost more than the scan's own arithmetic at short lengths.
+A zero D (no skip), `softplus=False` and `gated=False` leave the scan as it was.
 
 Threads: the kernels are single-threaded. torch's intra-op threads are the user's thread budget; the case this was
 written for is one thread (a `prange` over batch rows would then gain nothing). With more torch threads the rest of
@@ -39,14 +42,14 @@ from numba import njit
 from torch.autograd.function import once_differentiable
 
 from .precision import autocast_off
-from .selective_scan_exp import scan_exp2
+from .selective_scan_exp import scan_exp2, scan_sigmoid, scan_softplus
 
 LOG2_E = 1 / math.log(2)
 NUMBA_CHUNK_ELEMENTS = 2**16  # cap on chunk·N·D: the backward's state and decay buffers (fp32: 2 × 256 KB) stay in L2
 FASTMATH = {"contract"}  # fused multiply-adds only: no reassociation, inf, NaN and 0 kept exact
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _step(delta_t, x_t, A_log2, B_t, previous, decay, state):
     """One step of one batch row, keeping its decays: decay = 2^(Δ_t A log2 e), state = decay ⊙ previous +
     B_t (Δ_t x_t)ᵀ. delta_t, x_t: (D,); B_t: (N,); A_log2, previous, decay, state: (N, D)."""
@@ -57,15 +60,15 @@ def _step(delta_t, x_t, A_log2, B_t, previous, decay, state):
             state[n, d] = decay[n, d] * previous[n, d] + delta_t[d] * x_t[d] * b
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _delta_row(raw, softplus, out):
     """Δ_t (D,) into `out`: softplus(raw) (torch's threshold: r > 20 passes through) or `raw` itself."""
     for d in range(raw.shape[0]):
         r = raw[d]
-        out[d] = r if not softplus or r > 20 else math.log1p(math.exp(r))
+        out[d] = scan_softplus(r) if softplus else r
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def scan_forward(x, delta, A_log2, B, C, D, softplus, z, gated, state, y_scan, y, checkpoints, chunk):
     """Run the scan from `state` (B, N, D), updated in place to the final state; writes the scan's output y_scan
     (B, T, D), where `gated` also y = y_scan ⊙ SiLU(z) (else y may be y_scan itself), and the state before steps
@@ -92,10 +95,10 @@ def scan_forward(x, delta, A_log2, B, C, D, softplus, z, gated, state, y_scan, y
             if gated:
                 z_t, out_t = z[b, t], y[b, t]
                 for d in range(channels):
-                    out_t[d] = y_t[d] * z_t[d] / (1 + math.exp(-z_t[d]))  # y ⊙ SiLU(z)
+                    out_t[d] = y_t[d] * z_t[d] * scan_sigmoid(z_t[d])  # y ⊙ SiLU(z)
 
 
-@njit(cache=True, fastmath=FASTMATH | {"reassoc"})
+@njit(cache=True, fastmath=FASTMATH | {"reassoc"}, error_model="numpy")
 def scan_backward(
     x, delta, A, A_log2, B, C, D, softplus, z, gated, y_scan, checkpoints, chunk,
     grad_y, grad_state, grad_x, grad_delta, grad_A, grad_B, grad_C, grad_D, grad_z,
@@ -105,7 +108,7 @@ def scan_backward(
     is overwritten with ∂(initial state). Writes grad_x, grad_delta (B, T, D; ∂ of the raw Δ where `softplus`),
     grad_B, grad_C (B, T, N), where `gated` grad_z (B, T, D), and adds into grad_A (N, D) and grad_D (D,) (float64)."""
     batch, length, channels = x.shape
-    states = A.shape[0]
+    states, one = A.shape[0], x.dtype.type(1)
     h = np.empty((chunk + 1, states, channels), x.dtype)  # states before and after each step of a chunk
     decay = np.empty((chunk, states, channels), x.dtype)
     deltas = np.empty((chunk, channels), x.dtype)  # the chunk's Δ rows (after the softplus)
@@ -128,7 +131,7 @@ def scan_backward(
                 if gated:  # ∂y_scan = ∂y ⊙ SiLU(z); ∂z = ∂y ⊙ y_scan ⊙ SiLU'(z), SiLU' = σ (1 + z (1 − σ))
                     z_t, y_t = z[b, t], y_scan[b, t]
                     for d in range(channels):
-                        sigmoid = 1 / (1 + math.exp(-z_t[d]))
+                        sigmoid = scan_sigmoid(z_t[d])
                         grad_scan[d] = dy_t[d] * z_t[d] * sigmoid
                         grad_z[b, t, d] = dy_t[d] * y_t[d] * sigmoid * (1 + z_t[d] * (1 - sigmoid))
                 else:
@@ -158,12 +161,10 @@ def scan_backward(
                     grad_x[b, t, d] = grad_delta_x[d] * delta_t[d] + dy_t[d] * D[d]
                     grad_delta[b, t, d] = grad_delta_t[d] + grad_delta_x[d] * x_t[d]
                     grad_D[d] += dy_t[d] * x_t[d]
-                if softplus:  # ∂softplus(r)/∂r = sigmoid(r) = e / (e + 1), e = exp(r); 1 above the threshold
+                if softplus:  # ∂softplus(r)/∂r = sigmoid(r); 1 above the threshold
                     raw = delta[b, t]
                     for d in range(channels):
-                        if raw[d] <= 20:
-                            e = math.exp(raw[d])
-                            grad_delta[b, t, d] *= e / (e + 1)
+                        grad_delta[b, t, d] *= scan_sigmoid(raw[d]) if raw[d] <= 20 else one
             grad_A += grad_A_chunk
 
 
