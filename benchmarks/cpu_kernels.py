@@ -1,4 +1,4 @@
-"""The two kernel-level changes behind issue 30's short-sequence numbers, each against the form it replaced, side by
+"""The three kernel-level changes behind issue 30's short-sequence numbers, each against the form it replaced, side by
 side in one run:
 
 1. **512-bit vectors for numba** (`hf_icl/numba_vectors.py`): the compiled selective scan at Mamba `tiny`'s T = 82
@@ -13,6 +13,12 @@ side in one run:
    of d_h = 8) at T = 82, B = 64, forward + backward, with the blocked CPU form against the plain expression
    ((q kᵀ) ⊙ M) v that it replaced (still the path off the CPU), in the same process, interleaved; outputs and
    gradients are checked to agree first. ratio = plain time / blocked time.
+3. **The vectorised softplus, sigmoid and SiLU gate of the compiled scan** (`scan_softplus`, `scan_sigmoid` of
+   `hf_icl/mixers/ops/selective_scan_exp.py`): the scan as Mamba calls it (Δ before its softplus, the D skip, the
+   gate z) at the T = 82 shape and at the many-outlier shape (B = 64, T = 192), forward + backward, against the form
+   it replaced: the same kernel source with libm's exp and log1p per element and numba's default error model
+   (rebuilt here by substitution; each substituted line must be found). Same process, interleaved; outputs and
+   gradients are checked to agree first. ratio = libm time / vectorised time.
 
 Run: `OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/cpu_kernels.py [--rounds 5 --repeats 5]`.
 """
@@ -20,6 +26,7 @@ Run: `OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/cpu_kernels.py [--
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import statistics
@@ -143,6 +150,70 @@ def gated_toeplitz_table(rounds: int, repeats: int) -> None:
     print(f"| H3 mixer | {plain_ms:.3g} | {blocked_ms:.3g} | {ratio:.3f} |")
 
 
+LIBM_FORM = {  # the vectorised calls of the shipped kernel -> the per-element libm calls they replaced
+    "scan_softplus(r) if softplus else r": "(r if r > 20 else math.log1p(math.exp(r))) if softplus else r",
+    "y_t[d] * z_t[d] * scan_sigmoid(z_t[d])": "y_t[d] * z_t[d] / (1 + math.exp(-z_t[d]))",
+    "sigmoid = scan_sigmoid(z_t[d])": "sigmoid = 1 / (1 + math.exp(-z_t[d]))",
+    "scan_sigmoid(raw[d]) if raw[d] <= 20 else one": "1 / (1 + math.exp(-raw[d])) if raw[d] <= 20 else one",
+    ', error_model="numpy")': ")",
+    "cache=True": "cache=False",
+}
+
+
+def libm_scan_function():
+    """`NumbaSelectiveScan` compiled from the shipped kernel's source with the libm elementwise calls put back."""
+    import types
+
+    import hf_icl.mixers.ops.selective_scan_numba as shipped
+
+    with open(shipped.__file__) as handle:
+        source = handle.read()
+    for vectorised, libm in LIBM_FORM.items():
+        assert vectorised in source, f"the kernel no longer contains {vectorised!r}: update LIBM_FORM"
+        source = source.replace(vectorised, libm)
+    module = types.ModuleType("hf_icl.mixers.ops._selective_scan_numba_libm")
+    module.__package__ = "hf_icl.mixers.ops"
+    exec(compile(source, "<selective_scan_numba with libm>", "exec"), module.__dict__)
+    return shipped.NumbaSelectiveScan, module.NumbaSelectiveScan
+
+
+def scan_case(batch: int, length: int, channels: int = 128, state: int = 16):
+    """Mamba's scan inputs (Δ before its softplus, D, z) and a step running one scan function forward + backward."""
+    generator = torch.Generator().manual_seed(0)
+    x, raw, z = (torch.randn(batch, length, channels, generator=generator, requires_grad=True) for _ in range(3))
+    A = (-torch.rand(state, channels, generator=generator) - 0.5).requires_grad_()  # (N, D), as the kernel takes it
+    B, C = (torch.randn(batch, length, state, generator=generator, requires_grad=True) for _ in range(2))
+    skip = torch.randn(channels, generator=generator, requires_grad=True)
+    leaves = (x, raw, A, B, C, skip, z)
+
+    def step(function):
+        for leaf in leaves:
+            leaf.grad = None
+        y, _ = function.apply(x, raw, A, B, C, None, 64, skip, True, z)
+        y.square().sum().backward()
+        return [y.detach(), *(leaf.grad for leaf in leaves)]
+
+    return step
+
+
+def elementwise_table(rounds: int, repeats: int) -> None:
+    vectorised, libm = libm_scan_function()
+    print("\n### Compiled scan as Mamba calls it (softplus, D, gate), forward + backward: libm against vectorised\n")
+    print("| case | libm, median (ms) | vectorised, median (ms) | ratio (median of per-round ratios) |")
+    print("|---|---|---|---|")
+    for batch, length in ((64, 82), (64, 192)):
+        step = scan_case(batch, length)
+        for ours, reference in zip(step(vectorised), step(libm), strict=True):
+            torch.testing.assert_close(ours, reference, rtol=1e-4, atol=1e-4 * (1 + reference.abs().max().item()))
+        times = {"vectorised": [], "libm": []}
+        for _ in range(rounds):
+            for side, function in (("vectorised", vectorised), ("libm", libm)):
+                times[side].append(median_time(functools.partial(step, function), repeats))
+        ratio = statistics.median(slow / fast for slow, fast in zip(times["libm"], times["vectorised"]))
+        libm_ms, vectorised_ms = (statistics.median(times[side]) * 1e3 for side in ("libm", "vectorised"))
+        print(f"| scan, B, T, D, N = {batch}, {length}, 128, 16 | {libm_ms:.3g} | {vectorised_ms:.3g} | {ratio:.3f} |")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="alternations of the two sides")
@@ -152,6 +223,7 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     wide_vector_table(args.rounds, args.repeats)
     gated_toeplitz_table(args.rounds, args.repeats)
+    elementwise_table(args.rounds, args.repeats)
 
 
 if __name__ == "__main__":
