@@ -13,12 +13,14 @@ side in one run:
    of d_h = 8) at T = 82, B = 64, forward + backward, with the blocked CPU form against the plain expression
    ((q kᵀ) ⊙ M) v that it replaced (still the path off the CPU), in the same process, interleaved; outputs and
    gradients are checked to agree first. ratio = plain time / blocked time.
-3. **The vectorised softplus, sigmoid and SiLU gate of the compiled scan** (`scan_softplus`, `scan_sigmoid` of
-   `hf_icl/mixers/ops/selective_scan_exp.py`): the scan as Mamba calls it (Δ before its softplus, the D skip, the
-   gate z) at the T = 82 shape and at the many-outlier shape (B = 64, T = 192), forward + backward, against the form
-   it replaced: the same kernel source with libm's exp and log1p per element and numba's default error model
-   (rebuilt here by substitution; each substituted line must be found). Same process, interleaved; outputs and
-   gradients are checked to agree first. ratio = libm time / vectorised time.
+3. **Vectorised elementwise maths in the compiled kernels**: the selective scan's softplus, sigmoid and SiLU gate
+   (`scan_softplus`, `scan_sigmoid` of `hf_icl/mixers/ops/selective_scan_exp.py`), and unchecked divisions
+   (`error_model="numpy"`) there and in RWKV's WKV. The scan runs as Mamba calls it (Δ before its softplus, the D
+   skip, the gate z) at the T = 82 shape and at the many-outlier shape (B = 64, T = 192), the WKV at RWKV `tiny`'s
+   T = 82 shape, forward + backward, each against the form it replaced: the same kernel source with libm's exp and
+   log1p per element and numba's default error model, which checks every division for a zero divisor (rebuilt here
+   by substitution; each substituted text must be found). Same process, interleaved; outputs and gradients are
+   checked to agree first. ratio = replaced time / shipped time.
 
 Run: `OMP_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/cpu_kernels.py [--rounds 5 --repeats 5]`.
 """
@@ -150,31 +152,29 @@ def gated_toeplitz_table(rounds: int, repeats: int) -> None:
     print(f"| H3 mixer | {plain_ms:.3g} | {blocked_ms:.3g} | {ratio:.3f} |")
 
 
-LIBM_FORM = {  # the vectorised calls of the shipped kernel -> the per-element libm calls they replaced
+CHECKED_DIVISIONS = {', error_model="numpy")': ")", "cache=True": "cache=False"}  # numba's default error model
+LIBM_FORM = {  # the selective scan's vectorised calls -> the per-element libm calls they replaced
     "scan_softplus(r) if softplus else r": "(r if r > 20 else math.log1p(math.exp(r))) if softplus else r",
     "y_t[d] * z_t[d] * scan_sigmoid(z_t[d])": "y_t[d] * z_t[d] / (1 + math.exp(-z_t[d]))",
     "sigmoid = scan_sigmoid(z_t[d])": "sigmoid = 1 / (1 + math.exp(-z_t[d]))",
     "scan_sigmoid(raw[d]) if raw[d] <= 20 else one": "1 / (1 + math.exp(-raw[d])) if raw[d] <= 20 else one",
-    ', error_model="numpy")': ")",
-    "cache=True": "cache=False",
+    **CHECKED_DIVISIONS,
 }
 
 
-def libm_scan_function():
-    """`NumbaSelectiveScan` compiled from the shipped kernel's source with the libm elementwise calls put back."""
+def replaced_form(module, substitutions: dict, name: str):
+    """`module` compiled again from its source with `substitutions` applied (each must be found): the replaced form."""
     import types
 
-    import hf_icl.mixers.ops.selective_scan_numba as shipped
-
-    with open(shipped.__file__) as handle:
+    with open(module.__file__) as handle:
         source = handle.read()
-    for vectorised, libm in LIBM_FORM.items():
-        assert vectorised in source, f"the kernel no longer contains {vectorised!r}: update LIBM_FORM"
-        source = source.replace(vectorised, libm)
-    module = types.ModuleType("hf_icl.mixers.ops._selective_scan_numba_libm")
-    module.__package__ = "hf_icl.mixers.ops"
-    exec(compile(source, "<selective_scan_numba with libm>", "exec"), module.__dict__)
-    return shipped.NumbaSelectiveScan, module.NumbaSelectiveScan
+    for shipped, replaced in substitutions.items():
+        assert shipped in source, f"{module.__name__} no longer contains {shipped!r}: update the substitutions"
+        source = source.replace(shipped, replaced)
+    rebuilt = types.ModuleType(f"{module.__package__}._{name}")
+    rebuilt.__package__ = module.__package__
+    exec(compile(source, f"<{module.__name__}, {name}>", "exec"), rebuilt.__dict__)
+    return rebuilt
 
 
 def scan_case(batch: int, length: int, channels: int = 128, state: int = 16):
@@ -184,34 +184,55 @@ def scan_case(batch: int, length: int, channels: int = 128, state: int = 16):
     A = (-torch.rand(state, channels, generator=generator) - 0.5).requires_grad_()  # (N, D), as the kernel takes it
     B, C = (torch.randn(batch, length, state, generator=generator, requires_grad=True) for _ in range(2))
     skip = torch.randn(channels, generator=generator, requires_grad=True)
-    leaves = (x, raw, A, B, C, skip, z)
+    return (x, raw, A, B, C, skip, z), lambda function: function.apply(x, raw, A, B, C, None, 64, skip, True, z)[0]
+
+
+def wkv_case(batch: int, length: int, channels: int = 64):
+    """RWKV's WKV inputs (w, u, k, v) and the call of one WKV function."""
+    generator = torch.Generator().manual_seed(0)
+    w = torch.rand(channels, generator=generator).requires_grad_()
+    u = torch.randn(channels, generator=generator, requires_grad=True)
+    k, v = (torch.randn(batch, length, channels, generator=generator, requires_grad=True) for _ in range(2))
+    return (w, u, k, v), lambda function: function.apply(w, u, k, v)[0]
+
+
+def compare(label: str, case, shipped, replaced, rounds: int, repeats: int) -> None:
+    """One table row: forward + backward of the replaced against the shipped function, interleaved."""
+    leaves, call = case
 
     def step(function):
         for leaf in leaves:
             leaf.grad = None
-        y, _ = function.apply(x, raw, A, B, C, None, 64, skip, True, z)
-        y.square().sum().backward()
-        return [y.detach(), *(leaf.grad for leaf in leaves)]
+        output = call(function)
+        output.square().sum().backward()
+        return [output.detach(), *(leaf.grad for leaf in leaves)]
 
-    return step
+    for ours, reference in zip(step(shipped), step(replaced), strict=True):
+        torch.testing.assert_close(ours, reference, rtol=1e-4, atol=1e-4 * (1 + reference.abs().max().item()))
+    times = {"shipped": [], "replaced": []}
+    for _ in range(rounds):
+        for side, function in (("shipped", shipped), ("replaced", replaced)):
+            times[side].append(median_time(functools.partial(step, function), repeats))
+    ratio = statistics.median(slow / fast for slow, fast in zip(times["replaced"], times["shipped"]))
+    replaced_ms, shipped_ms = (statistics.median(times[side]) * 1e3 for side in ("replaced", "shipped"))
+    print(f"| {label} | {replaced_ms:.3g} | {shipped_ms:.3g} | {ratio:.3f} |")
 
 
 def elementwise_table(rounds: int, repeats: int) -> None:
-    vectorised, libm = libm_scan_function()
-    print("\n### Compiled scan as Mamba calls it (softplus, D, gate), forward + backward: libm against vectorised\n")
-    print("| case | libm, median (ms) | vectorised, median (ms) | ratio (median of per-round ratios) |")
+    import hf_icl.mixers.ops.selective_scan_numba as scan
+    import hf_icl.mixers.ops.wkv_numba as wkv
+
+    libm_scan = replaced_form(scan, LIBM_FORM, "libm").NumbaSelectiveScan
+    checked_wkv = replaced_form(wkv, CHECKED_DIVISIONS, "checked").NumbaWKV
+    print("\n### Vectorised elementwise maths, forward + backward: the replaced form against the shipped one\n")
+    print("Selective scan as Mamba calls it (Δ softplus, D skip, SiLU gate): libm's exp/log1p per element and checked")
+    print("divisions replaced. RWKV's WKV: its divisions checked for zero element by element (numba's default).\n")
+    print("| case | replaced, median (ms) | shipped, median (ms) | ratio (median of per-round ratios) |")
     print("|---|---|---|---|")
     for batch, length in ((64, 82), (64, 192)):
-        step = scan_case(batch, length)
-        for ours, reference in zip(step(vectorised), step(libm), strict=True):
-            torch.testing.assert_close(ours, reference, rtol=1e-4, atol=1e-4 * (1 + reference.abs().max().item()))
-        times = {"vectorised": [], "libm": []}
-        for _ in range(rounds):
-            for side, function in (("vectorised", vectorised), ("libm", libm)):
-                times[side].append(median_time(functools.partial(step, function), repeats))
-        ratio = statistics.median(slow / fast for slow, fast in zip(times["libm"], times["vectorised"]))
-        libm_ms, vectorised_ms = (statistics.median(times[side]) * 1e3 for side in ("libm", "vectorised"))
-        print(f"| scan, B, T, D, N = {batch}, {length}, 128, 16 | {libm_ms:.3g} | {vectorised_ms:.3g} | {ratio:.3f} |")
+        label = f"selective scan, B, T, D, N = {batch}, {length}, 128, 16"
+        compare(label, scan_case(batch, length), scan.NumbaSelectiveScan, libm_scan, rounds, repeats)
+    compare("WKV, B, T, C = 64, 82, 64", wkv_case(64, 82), wkv.NumbaWKV, checked_wkv, rounds, repeats)
 
 
 def main(argv=None) -> None:

@@ -40,9 +40,11 @@ from .selective_scan_exp import scan_exp2
 LOG2_E = np.float32(1 / math.log(2))
 NEG = np.float32(-1e38)  # "log 0" of the empty state, as in `rwkv.NEG` and the official kernels
 FASTMATH = {"contract"}  # fused multiply-adds only
+# error_model="numpy" on the kernels: numba's default checks every division for a zero divisor, element by element,
+# which keeps LLVM from vectorising the loops over channels (see benchmarks/cpu_kernels.py)
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def _exp(x):
     """e^x in float32 via the vectorisable 2^x (0 below about −88, as expf)."""
     return scan_exp2(x * LOG2_E)
@@ -56,7 +58,7 @@ def _empty_state(carry):
     carry[2] = NEG
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def wkv_forward(w, u, k, v, z, a_before, b_before, p_before, a_final, b_final, p_final):
     """z (B, T, C) and the states before each step (a, b, p: (B, T, C) each) from w, u (C,) and k, v (B, T, C);
     a_final, b_final, p_final (B, C) get (a, b, p) after the last step."""
@@ -85,7 +87,7 @@ def wkv_forward(w, u, k, v, z, a_before, b_before, p_before, a_final, b_final, p
         p_final[n] = p
 
 
-@njit(cache=True, fastmath=FASTMATH)
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
 def wkv_backward(w, u, k, v, z, a_before, b_before, p_before, grad_z, grad_k, grad_v, grad_w, grad_u):
     """Gradients of `wkv_forward` given ∂z (B, T, C): writes grad_k, grad_v (B, T, C) and adds into grad_w, grad_u
     (C,) (float64). The final state's gradient is taken as zero."""
