@@ -225,8 +225,10 @@ def elementwise_table(rounds: int, repeats: int) -> None:
     libm_scan = replaced_form(scan, LIBM_FORM, "libm").NumbaSelectiveScan
     checked_wkv = replaced_form(wkv, CHECKED_DIVISIONS, "checked").NumbaWKV
     print("\n### Vectorised elementwise maths, forward + backward: the replaced form against the shipped one\n")
-    print("Selective scan as Mamba calls it (Δ softplus, D skip, SiLU gate): libm's exp/log1p per element and checked")
-    print("divisions replaced. RWKV's WKV: its divisions checked for zero element by element (numba's default).\n")
+    print(
+        "Replaced: the selective scan as Mamba calls it (Δ softplus, D skip, SiLU gate) with libm's exp/log1p per "
+        "element and checked divisions; RWKV's WKV with its divisions checked for zero element by element.\n"
+    )
     print("| case | replaced, median (ms) | shipped, median (ms) | ratio (median of per-round ratios) |")
     print("|---|---|---|---|")
     for batch, length in ((64, 82), (64, 192)):

@@ -82,7 +82,8 @@ ABOUT = {
         "ratio = naive / chunked; target ≥ 3× at T = 2048.",
     ),
     "cpu_kernels": (
-        "CPU kernels behind the short-sequence speed: numba's 512-bit vectors and H3's blocked gated-Toeplitz mix",
+        "CPU kernels behind the short-sequence speed: numba's 512-bit vectors, H3's blocked gated-Toeplitz mix "
+        "and vectorised elementwise maths in the scan and WKV kernels",
         "each against the form it replaced, alternating rounds; ratio = the median of the per-round ratios "
         "(replaced ÷ shipped, above 1 where the shipped form is faster). No target of its own: it traces the "
         "kernel-level gains behind `regression_training_step` and `mamba_training_step`.",
