@@ -48,3 +48,39 @@ def test_without_git_the_commit_is_none(repository, monkeypatch):
     monkeypatch.setattr(provenance.subprocess, "run", missing_git)  # a checkout, but no git program to ask
     code = provenance.code_provenance()
     assert code["git_commit"] is None and code["git_dirty"] is None
+
+
+def test_segments_of_a_fresh_a_resumed_and_an_old_checkpoint_run():
+    one, two = ({"hf_icl": "0.1", "torch": "2", "git_commit": sha * 40, "git_dirty": False} for sha in ("a", "b"))
+    fresh = provenance.code_segments(None, 0, one)
+    assert fresh == [{"from_step": 0, **one}]
+    assert provenance.code_segments(fresh, 500, two) == [{"from_step": 0, **one}, {"from_step": 500, **two}]
+    # a checkpoint written before segments were recorded: the steps before it trained on unknown code
+    assert provenance.code_segments(None, 500, two) == [
+        {"from_step": 0, **provenance.NOT_RECORDED},
+        {"from_step": 500, **two},
+    ]
+
+
+def test_the_code_is_read_when_the_run_starts_not_when_it_ends(tmp_path, monkeypatch):
+    """A checkout that moves on while a run trains does not rename the code that trained it."""
+    from hf_icl.training import loop
+    from hf_icl.training.arguments import parse_args
+
+    checkout = {"git_commit": "at the start"}
+    monkeypatch.setattr(loop, "code_provenance", lambda: dict(checkout))
+    train_steps = loop.run_steps
+
+    def steps_then_new_commit(*args, **kwargs):
+        train_steps(*args, **kwargs)
+        checkout["git_commit"] = "at the end"  # committed while the run trained
+
+    monkeypatch.setattr(loop, "run_steps", steps_then_new_commit)
+    args = parse_args(
+        ["--architecture", "transformer", "--preset", "tiny", "--report-to", "none", "--threads", "1",
+         "--n-train", "40", "--task-option", "n_test=8", "--task-option", "n_validation=8",
+         "--max-steps", "2", "--warmup-steps", "1", "--output-dir", str(tmp_path / "run")]
+    )  # fmt: skip
+    metrics = loop.train(args)
+    assert metrics["code"] == {"git_commit": "at the start"}
+    assert "code_segments" not in metrics  # one process trained it

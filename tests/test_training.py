@@ -93,6 +93,10 @@ def test_resume_after_kill_matches_uninterrupted_run(tmp_path):
     resumed = run_train([*common, "--output-dir", str(tmp_path / "resumed"), "--resume"])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resumed from" in resumed.stdout + resumed.stderr
+    segments = json.loads((tmp_path / "resumed" / "metrics.json").read_text())["code_segments"]
+    assert [segment.pop("from_step") for segment in segments] == [0, 3]  # the killed process's, then the resumed's
+    assert segments == [provenance.code_provenance()] * 2
+    assert "code_segments" not in json.loads((tmp_path / "straight" / "metrics.json").read_text())
     a = load_file(tmp_path / "straight" / "model" / "model.safetensors")
     b = load_file(tmp_path / "resumed" / "model" / "model.safetensors")
     assert a.keys() == b.keys()

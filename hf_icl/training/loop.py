@@ -10,7 +10,7 @@ import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
@@ -41,7 +41,7 @@ from .checkpoints import (
 )
 from .data import batch_stream
 from .launch import single_process_launch_warning
-from .provenance import code_provenance
+from .provenance import code_provenance, code_segments
 from .run_files import write_reports
 
 TRACKER_PACKAGES = {"trackio": ("trackio", "trackio"), "wandb": ("wandb", '"hf-icl[tracking]"')}
@@ -158,6 +158,7 @@ class Run:
     output_dir: Path
     family: TaskFamily
     data: TaskData | None = None
+    code: dict = field(default_factory=dict)  # which code this process imported (`code_provenance`)
 
 
 def start_run(args: RunArguments) -> Run:
@@ -181,7 +182,7 @@ def start_run(args: RunArguments) -> Run:
     elif accelerator.num_processes == 1 and accelerator.device.type == "cpu":
         # `accelerate launch` pins a lone CPU process to OMP_NUM_THREADS=1; a single process should use the cores.
         torch.set_num_threads(len(os.sched_getaffinity(0)))
-    return Run(args, accelerator, output_dir, family_of(args.task))
+    return Run(args, accelerator, output_dir, family_of(args.task), code=code_provenance())  # imported now
 
 
 def claim_run_folder(run: Run) -> None:
@@ -396,6 +397,7 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None, chan
             )
         if changes:
             apply_changed_settings(run, optimizer, scheduler, changes, state["global_step"])
+    state["code_segments"] = code_segments(state.get("code_segments"), state["global_step"], run.code)
     if accelerator.is_main_process:
         run.output_dir.mkdir(parents=True, exist_ok=True)
     if args.report_to != "none":
@@ -608,8 +610,10 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         "task_facts": data.description,
         "weights_checksum_per_process": checksums,
         "run_config": {**args.to_dict(), **data.description},
-        "code": code_provenance(),  # which code trained it: versions and the git commit
+        "code": run.code,  # which code trained it (this process's, read when it started): versions, git commit
     }
+    if len(state.get("code_segments", [])) > 1:  # resumed: the code of every process that trained it, by step
+        metrics["code_segments"] = state["code_segments"]
     setting_changes = (read_run_marker(run.output_dir) or {}).get("setting_changes")
     if setting_changes:  # a resume continued with other settings: the saved and the new values, by step
         metrics["setting_changes"] = setting_changes

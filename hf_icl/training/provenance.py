@@ -5,6 +5,11 @@ Two runs of one config and seed trained by different code need not agree: a kern
 optimisation path, and at CPU scale the trained outcome can move by more than the spread between seeds (the
 y-model's seed 0 scored 0.660 and, on later code, 0.742). A run's seed names a reproducible model only together
 with its commit.
+
+The code is read when the training process starts (`start_run`), not when it writes `metrics.json`: the checkout
+may move on while a run trains, and the process keeps the code it imported. A resumed run may span several
+versions: the trainer state carries `code_segments`, one entry per process that trained it, each with the step it
+started from; `metrics.json` keeps them all when there was more than one.
 """
 
 from __future__ import annotations
@@ -41,3 +46,16 @@ def code_provenance() -> dict:
         "git_commit": commit or None,
         "git_dirty": bool(status) if status is not None else None,
     }
+
+
+NOT_RECORDED = {"hf_icl": None, "torch": None, "git_commit": None, "git_dirty": None}
+"""The code of steps trained before code segments were recorded (a checkpoint from older code)."""
+
+
+def code_segments(saved: list | None, step: int, code: dict) -> list[dict]:
+    """The trainer state's `code_segments` once a process with `code` starts training at `step`: the saved segments
+    (a checkpoint's), or one of unknown code for the steps before `step` when a checkpoint has none, then this one."""
+    segments = list(saved or [])
+    if not segments and step > 0:
+        segments.append({"from_step": 0, **NOT_RECORDED})
+    return [*segments, {"from_step": step, **code}]
