@@ -157,7 +157,7 @@ LIBM_FORM = {  # the selective scan's vectorised calls -> the per-element libm c
     "scan_softplus(r) if softplus else r": "(r if r > 20 else math.log1p(math.exp(r))) if softplus else r",
     "y_t[d] * z_t[d] * scan_sigmoid(z_t[d])": "y_t[d] * z_t[d] / (1 + math.exp(-z_t[d]))",
     "sigmoid = scan_sigmoid(z_t[d])": "sigmoid = 1 / (1 + math.exp(-z_t[d]))",
-    "scan_sigmoid(raw[d]) if raw[d] <= 20 else one": "1 / (1 + math.exp(-raw[d])) if raw[d] <= 20 else one",
+    "scan_softplus_slope(raw[d])": "(1 / (1 + math.exp(-raw[d])) if raw[d] <= 20 else 1)",
     **CHECKED_DIVISIONS,
 }
 

@@ -11,7 +11,12 @@ from hypothesis import strategies as st
 
 numba = pytest.importorskip("numba")
 
-from hf_icl.mixers.ops.selective_scan_exp import scan_exp, scan_sigmoid, scan_softplus  # noqa: E402
+from hf_icl.mixers.ops.selective_scan_exp import (  # noqa: E402
+    scan_exp,
+    scan_sigmoid,
+    scan_softplus,
+    scan_softplus_slope,
+)
 
 OPTIONS = dict(fastmath={"contract"}, error_model="numpy")
 
@@ -34,10 +39,22 @@ def _apply_softplus(values, out):
         out[i] = scan_softplus(values[i])
 
 
+@numba.njit(**OPTIONS)
+def _apply_softplus_slope(values, out):
+    for i in range(values.shape[0]):
+        out[i] = scan_softplus_slope(values[i])
+
+
+def softplus_slope(x):
+    """torch's softplus derivative: sigmoid, 1 above the threshold of 20."""
+    return torch.where(x > 20, torch.ones_like(x), torch.sigmoid(x))
+
+
 FUNCTIONS = {
     "exp": (_apply_exp, torch.exp),
     "sigmoid": (_apply_sigmoid, torch.sigmoid),
     "softplus": (_apply_softplus, torch.nn.functional.softplus),  # threshold 20, as the kernel
+    "softplus slope": (_apply_softplus_slope, softplus_slope),
 }
 SPECIALS = [-math.inf, math.inf, math.nan, 0.0, -0.0, 20.0, 20.000002, 19.999998, -20.0, -87.0, 88.0, -200.0, 200.0]
 
@@ -80,3 +97,5 @@ def test_softplus_passes_values_above_its_threshold_and_zeroes_minus_infinity(dt
     assert ours.tolist() == [values[0], 25.0, values[2], 0.0]
     sigmoid, _ = run("sigmoid", np.array([-math.inf, math.inf], dtype=dtype))
     assert sigmoid.tolist() == [0.0, 1.0]
+    slope, _ = run("softplus slope", np.array([-math.inf, 20.000002, math.inf, math.nan], dtype=dtype))
+    assert slope[:3].tolist() == [0.0, 1.0, 1.0] and math.isnan(slope[3])  # NaN stays NaN, as torch's backward

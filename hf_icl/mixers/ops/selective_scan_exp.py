@@ -13,7 +13,8 @@ On it rest the scan's other elementwise functions, written so LLVM vectorises th
 libm once per element: for Mamba's fused softplus that cost four times the scan's own arithmetic):
 - `scan_exp(x)` = 2^(x log2 e);
 - `scan_sigmoid(x)` = 1 / (1 + e^−x), 0 at −inf and 1 at inf;
-- `scan_softplus(r)` = max(r, 0) + log1p(e^−|r|), r itself above torch's threshold of 20, 0 at −inf. log1p(t) on
+- `scan_softplus(r)` = max(r, 0) + log1p(e^−|r|), r itself above torch's threshold of 20, 0 at −inf, and
+  `scan_softplus_slope(r)`, its derivative: sigmoid(r), 1 above the threshold. log1p(t) on
   [0, 1] is Cephes logf's polynomial on 1 + t = 2^e (1 + x), |x| ≤ √2 − 1 (x = t itself for e = 0, so a tiny t keeps
   its full relative precision), with ln 2 split in two for e = 1.
 float64 keeps libm for each.
@@ -103,6 +104,11 @@ def scan_softplus(r):
     raise NotImplementedError("scan_softplus is for numba-compiled code")
 
 
+def scan_softplus_slope(r):
+    """∂softplus(r)/∂r with torch's threshold (sigmoid(r), 1 above 20); numba-compiled code only."""
+    raise NotImplementedError("scan_softplus_slope is for numba-compiled code")
+
+
 @njit(cache=True, fastmath={"contract"}, error_model="numpy", inline="always")
 def _log1p_unit_float32(t):
     """log(1 + t) for 0 ≤ t ≤ 1: 1 + t = 2^e (1 + x) with e = 0, x = t, or e = 1, x = t/2 − 1/2."""
@@ -146,5 +152,13 @@ def _scan_softplus(r):
     if r == types.float32:
         return _softplus_float32
     if r == types.float64:
-        return lambda r: r if r > 20.0 else math.log1p(math.exp(r))
+        return lambda r: r if r > SOFTPLUS_THRESHOLD else math.log1p(math.exp(r))
+    return None
+
+
+@overload(scan_softplus_slope, jit_options=_JIT, inline="always")
+def _scan_softplus_slope(r):
+    if r in (types.float32, types.float64):
+        one = ONE if r == types.float32 else 1.0
+        return lambda r: one if r > SOFTPLUS_THRESHOLD else scan_sigmoid(r)  # NaN stays NaN, as in torch
     return None

@@ -42,7 +42,7 @@ from numba import njit
 from torch.autograd.function import once_differentiable
 
 from .precision import autocast_off
-from .selective_scan_exp import scan_exp2, scan_sigmoid, scan_softplus
+from .selective_scan_exp import scan_exp2, scan_sigmoid, scan_softplus, scan_softplus_slope
 
 LOG2_E = 1 / math.log(2)
 NUMBA_CHUNK_ELEMENTS = 2**16  # cap on chunk·N·D: the backward's state and decay buffers (fp32: 2 × 256 KB) stay in L2
@@ -108,7 +108,7 @@ def scan_backward(
     is overwritten with ∂(initial state). Writes grad_x, grad_delta (B, T, D; ∂ of the raw Δ where `softplus`),
     grad_B, grad_C (B, T, N), where `gated` grad_z (B, T, D), and adds into grad_A (N, D) and grad_D (D,) (float64)."""
     batch, length, channels = x.shape
-    states, one = A.shape[0], x.dtype.type(1)
+    states = A.shape[0]
     h = np.empty((chunk + 1, states, channels), x.dtype)  # states before and after each step of a chunk
     decay = np.empty((chunk, states, channels), x.dtype)
     deltas = np.empty((chunk, channels), x.dtype)  # the chunk's Δ rows (after the softplus)
@@ -161,10 +161,10 @@ def scan_backward(
                     grad_x[b, t, d] = grad_delta_x[d] * delta_t[d] + dy_t[d] * D[d]
                     grad_delta[b, t, d] = grad_delta_t[d] + grad_delta_x[d] * x_t[d]
                     grad_D[d] += dy_t[d] * x_t[d]
-                if softplus:  # ∂softplus(r)/∂r = sigmoid(r); 1 above the threshold
+                if softplus:  # ∂softplus(r)/∂r
                     raw = delta[b, t]
                     for d in range(channels):
-                        grad_delta[b, t, d] *= scan_sigmoid(raw[d]) if raw[d] <= 20 else one
+                        grad_delta[b, t, d] *= scan_softplus_slope(raw[d])
             grad_A += grad_A_chunk
 
 

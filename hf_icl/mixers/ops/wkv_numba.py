@@ -1,7 +1,7 @@
 """Compiled CPU WKV of RWKV-4, forward and backward (numba; optional, dispatched by :func:`..rwkv.wkv`).
 
 The same maths as the official RWKV-4 kernels (`wkv_cuda.cu`) and as `rwkv.wkv_step`, one pass over time per
-batch row with the channels innermost (vectorised by LLVM, exponentials through :func:`.selective_scan_exp.scan_exp2`):
+batch row with the channels innermost (vectorised by LLVM, exponentials through :func:`.selective_scan_exp.scan_exp`):
 
     A_t = e^{−w} A_{t−1} + e^{k_t} v_t,   B_t = e^{−w} B_{t−1} + e^{k_t},
     z_t = (A_{t−1} + e^{u+k_t} v_t) / (B_{t−1} + e^{u+k_t}),
@@ -27,27 +27,18 @@ serves the rest. Threads: single-threaded, as the selective scan's kernels (see 
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
 from .precision import autocast_off
-from .selective_scan_exp import scan_exp2
+from .selective_scan_exp import scan_exp
 
-LOG2_E = np.float32(1 / math.log(2))
 NEG = np.float32(-1e38)  # "log 0" of the empty state, as in `rwkv.NEG` and the official kernels
 FASTMATH = {"contract"}  # fused multiply-adds only
 # error_model="numpy" on the kernels: numba's default checks every division for a zero divisor, element by element,
 # which keeps LLVM from vectorising the loops over channels (see benchmarks/cpu_kernels.py)
-
-
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
-def _exp(x):
-    """e^x in float32 via the vectorisable 2^x (0 below about −88, as expf)."""
-    return scan_exp2(x * LOG2_E)
 
 
 @njit(cache=True)
@@ -74,11 +65,11 @@ def wkv_forward(w, u, k, v, z, a_before, b_before, p_before, a_final, b_final, p
                 a_t[c], b_t[c], p_t[c] = a[c], b[c], p[c]
                 own = u[c] + k_t[c]
                 top = p[c] if p[c] > own else own
-                old, new = _exp(p[c] - top), _exp(own - top)
+                old, new = scan_exp(p[c] - top), scan_exp(own - top)
                 z_t[c] = (old * a[c] + new * v_t[c]) / (old * b[c] + new)
                 decayed = p[c] - w[c]
                 top = decayed if decayed > k_t[c] else k_t[c]
-                old, new = _exp(decayed - top), _exp(k_t[c] - top)
+                old, new = scan_exp(decayed - top), scan_exp(k_t[c] - top)
                 a[c] = old * a[c] + new * v_t[c]
                 b[c] = old * b[c] + new
                 p[c] = top
@@ -105,15 +96,15 @@ def wkv_backward(w, u, k, v, z, a_before, b_before, p_before, grad_z, grad_k, gr
             gk_t, gv_t = grad_k[n, t], grad_v[n, t]
             for c in range(channels):
                 # through the state after step t: A_t = e^{−w} A_{t−1} + e^{k_t} v_t (and B_t)
-                carried = _exp(k_t[c] + o[c])
+                carried = scan_exp(k_t[c] + o[c])
                 from_state_k = carried * (ga[c] * v_t[c] + gb[c])
                 from_state_v = carried * ga[c]
-                sum_w[c] -= _exp(o[c] + p_t[c] - w[c]) * (ga[c] * a_t[c] + gb[c] * b_t[c])
+                sum_w[c] -= scan_exp(o[c] + p_t[c] - w[c]) * (ga[c] * a_t[c] + gb[c] * b_t[c])
                 # through z_t's own term e^{u+k_t}: 1/D_t = e^{−top}/d
                 own = u[c] + k_t[c]
                 top = p_t[c] if p_t[c] > own else own
-                d = b_t[c] * _exp(p_t[c] - top) + _exp(own - top)
-                weight = _exp(own - top) / d  # e^{u+k_t} / D_t
+                d = b_t[c] * scan_exp(p_t[c] - top) + scan_exp(own - top)
+                weight = scan_exp(own - top) / d  # e^{u+k_t} / D_t
                 to_own = g_t[c] * (v_t[c] - z_t[c]) * weight
                 sum_u[c] += to_own
                 gk_t[c] = from_state_k + to_own
@@ -121,7 +112,7 @@ def wkv_backward(w, u, k, v, z, a_before, b_before, p_before, grad_z, grad_k, gr
                 # adjoint of the state before step t
                 decayed = o[c] - w[c]
                 next_o = decayed if decayed > -top else -top
-                keep, add = _exp(decayed - next_o), _exp(-top - next_o) / d
+                keep, add = scan_exp(decayed - next_o), scan_exp(-top - next_o) / d
                 ga[c] = ga[c] * keep + g_t[c] * add
                 gb[c] = gb[c] * keep - g_t[c] * z_t[c] * add
                 o[c] = next_o
