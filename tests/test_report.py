@@ -21,7 +21,7 @@ from hf_icl.report import (
     load_paper_numbers,
 )
 from hf_icl.report import main as report_main
-from hf_icl.report.build import HEADLINE_END, HEADLINE_START, headline_table, run_table
+from hf_icl.report.build import HEADLINE_END, HEADLINE_START, budget_minutes, headline_table, over_budget, run_table
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = load_paper_numbers()
@@ -554,3 +554,33 @@ def test_the_runs_table_names_n_gram_heads_beside_the_architecture(tmp_path):
     header, rows = run_table(find_runs([tmp_path]))
     column = header.index("architecture")
     assert {row[0]: row[column] for row in rows} == {"`ngh`": "transformer+ngh1.123+nghr-2.1", "`plain`": "transformer"}
+
+
+def test_the_runs_page_marks_runs_over_the_cpu_budget(tmp_path):
+    """A one-thread run counts its CPU time, a two-thread run its time on both cores; a run without CPU time is
+    neither timed nor flagged."""
+
+    def timed_run(name, cpu_s, threads):
+        write_run(tmp_path / "exp" / name, "regbench", "transformer", {"accuracy": 0.9},
+                  run_config={"threads": threads})  # fmt: skip
+        metrics_file = tmp_path / "exp" / name / "metrics.json"
+        metrics = json.loads(metrics_file.read_text())
+        if cpu_s is not None:
+            metrics["train"]["cpu_time_s"] = cpu_s
+        metrics_file.write_text(json.dumps(metrics))
+
+    timed_run("one_thread_over", 1900.0, 1)
+    timed_run("two_threads_within", 3000.0, 2)  # 25 minutes on 2 cores
+    timed_run("one_thread_within", 1700.0, 1)
+    timed_run("untimed", None, 1)
+    records = {r.name: r for r in find_runs([tmp_path])}
+    assert budget_minutes(records["two_threads_within"]) == 25.0
+    assert budget_minutes(records["untimed"]) is None
+    assert [r.name for r in over_budget(list(records.values()))] == ["one_thread_over"]
+    header, rows = run_table(list(records.values()))
+    minutes = {row[0]: row[header.index("CPU min")] for row in rows}
+    assert minutes == {"`one_thread_over`": "31.7 (over)", "`two_threads_within`": "50.0",
+                       "`one_thread_within`": "28.3", "`untimed`": "–"}  # fmt: skip
+    build_report([tmp_path], tmp_path / "report", "cmd")
+    page = (tmp_path / "report" / "runs.md").read_text()
+    assert "1 of 3 runs that recorded their CPU time" in page and "`one_thread_over` (32 min)" in page

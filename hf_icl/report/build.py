@@ -93,17 +93,45 @@ def curve_figure(path: Path, records: list[RunRecord], title: str) -> bool:
     return drawn
 
 
+CPU_BUDGET_MINUTES = 30
+"""The project's budget for one CPU experiment run: about 30 minutes on a 2-core machine (the contributor rules;
+issue 27's "≤ 30 CPU minutes per run")."""
+
+
+def budget_minutes(record: RunRecord) -> float | None:
+    """Minutes the run needs on its own cores: `train.cpu_time_s` over its threads (at most the machine's 2), so a
+    one-thread run that shared the machine counts its CPU time and a two-thread run its time on both cores. `None`
+    where the run recorded no CPU time."""
+    cpu = record.metrics.get("train", {}).get("cpu_time_s")
+    if not isinstance(cpu, (int, float)):
+        return None
+    threads = record.metrics.get("run_config", {}).get("threads")
+    return cpu / 60 / min(max(threads if isinstance(threads, int) else 1, 1), 2)
+
+
+def over_budget(records: list[RunRecord]) -> list[RunRecord]:
+    """The runs whose :func:`budget_minutes` exceed :data:`CPU_BUDGET_MINUTES`, by experiment and name."""
+    late = [r for r in records if (budget_minutes(r) or 0) > CPU_BUDGET_MINUTES]
+    return sorted(late, key=lambda r: (r.experiment, r.name))
+
+
 def run_table(records: list[RunRecord]) -> tuple[list[str], list[list]]:
     keys = list(dict.fromkeys(k for r in records for k, v in r.metrics["test"].get("model", {}).items()
                               if isinstance(v, (int, float))))  # fmt: skip
-    header = ["run", "task", "architecture", "preset", "parameters", "steps", "seed", "validation", *keys]
+    header = ["run", "task", "architecture", "preset", "parameters", "steps", "seed", "threads", "CPU min",
+              "validation", *keys]  # fmt: skip
     rows = []
     for r in sorted(records, key=lambda r: r.name):
         m, train, model = r.metrics, r.metrics.get("train", {}), r.metrics["test"].get("model", {})
         cells = [f"{model[k]:.4g}" if k in model else "–" for k in keys]
         heads = ngram_heads_label(m.get("run_config", {}).get("overrides", {}).get("ngram_heads"))
+        cpu = train.get("cpu_time_s")
+        minutes = f"{cpu / 60:.1f}" if isinstance(cpu, (int, float)) else "–"
+        if (budget_minutes(r) or 0) > CPU_BUDGET_MINUTES:
+            minutes += " (over)"
         rows.append([f"`{r.name}`", m.get("task"), f"{m.get('architecture')}{heads}", m.get("preset"),
                      f"{m.get('num_parameters', 0):,}", train.get("steps"), r.seed,
+                     m.get("run_config", {}).get("threads", "–"), minutes,
                      "yes" if "validation" in m else "no", *cells])  # fmt: skip
     return header, rows
 
@@ -269,7 +297,15 @@ def write_pages(records: list[RunRecord], output_dir: Path, command: str, number
         documents[paper] = paper_page(paper, numbers, assessments, lines, records, output_dir)
     runs = Document()
     runs.heading(1, "Runs")
-    runs.paragraph("Every committed training run the report reads, by experiment (test-split numbers of the model).")
+    runs.paragraph("Every committed training run the report reads, by experiment (test-split numbers of the model). "
+                   "`CPU min` is `train.cpu_time_s` over all of the run's threads.")  # fmt: skip
+    late = over_budget(records)
+    timed = sum(budget_minutes(r) is not None for r in records)
+    runs.paragraph(f"**Over the {CPU_BUDGET_MINUTES}-minute budget of a CPU run:** {len(late)} of {timed} runs that "
+                   f"recorded their CPU time need more than {CPU_BUDGET_MINUTES} minutes on their own cores (CPU time "
+                   "over their threads, at most 2), marked *(over)* below"
+                   + (": " + ", ".join(f"`{r.experiment}` / `{r.name}` ({budget_minutes(r):.0f} min)" for r in late)
+                      if late else "") + ".")  # fmt: skip
     for experiment in experiments:
         group = [r for r in records if r.experiment == experiment]
         runs.heading(2, f"`{experiment}`")
