@@ -52,8 +52,9 @@ ABOUT = {
         "`icl_transformer` vs. `transformers.GPT2LMHeadModel`, one training step at equal size",
         "target ≥ 1.3× GPT-2's fp32 tokens/s, i.e. a step-time ratio ≤ 0.769 (first row); the second row is ours "
         "with ATen's GELU instead of the compiled one (`HF_ICL_SCAN_BACKEND=torch`). Times are each side's median "
-        "over five interleaved rounds; the ratio is the median of the per-round ratios (printed per round), since "
-        "this VM's speed drifts by 20-30 % within minutes.",
+        "over nine interleaved rounds (five before 2026-11-28); the ratio is the median of the per-round ratios "
+        "(printed per round), since this VM's speed drifts by 20-30 % within minutes. The per-round ratios spread "
+        "by more than the two rows of ours differ: the compiled GELU's share does not show reliably at this shape.",
     ),
     "training_throughput": (
         "Training tokens/s, `icl_transformer` vs. `GPT2LMHeadModel` on real RegBench batches",

@@ -6,8 +6,9 @@ Both models: same width, depth, heads, vocabulary, learned positions, LayerNorm,
 dropout, SDPA attention; a step is forward + backward + AdamW update. Ours runs twice, with its default CPU path
 (the compiled tanh-GELU of `mixers/ops/gelu_numba.py`) and with `HF_ICL_SCAN_BACKEND=torch` (ATen's GELU), so the
 kernel's share shows; the three are timed alternately in one process, identical weights for both of ours, in
-`--rounds` rounds. The time columns are each side's median over rounds and the ratio is the median of the per-round
-ratios (each round's sides timed back to back, so the drift of a shared VM cancels; see `common.median_ratio`).
+`--rounds` rounds (default 9). The time columns are each side's median over rounds and the ratio is the median of
+the per-round ratios (each round's sides timed back to back, so the drift of a shared VM cancels; see
+`common.median_ratio`).
 """
 
 from __future__ import annotations
@@ -67,7 +68,7 @@ def main():
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--length", type=int, default=380)
     parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--rounds", type=int, default=5, help="interleaved rounds; the median per-round ratio counts")
+    parser.add_argument("--rounds", type=int, default=9, help="interleaved rounds; the median per-round ratio counts")
     add_output_argument(parser)
     args = parser.parse_args()
     ours, reference = build_pair(args.preset, vocab=20)
