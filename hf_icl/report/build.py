@@ -109,10 +109,14 @@ def budget_minutes(record: RunRecord) -> float | None:
     return cpu / 60 / min(max(threads if isinstance(threads, int) else 1, 1), 2)
 
 
+def is_over_budget(record: RunRecord) -> bool:
+    """Whether the run's :func:`budget_minutes` exceed :data:`CPU_BUDGET_MINUTES` (an untimed run is not)."""
+    return (budget_minutes(record) or 0) > CPU_BUDGET_MINUTES
+
+
 def over_budget(records: list[RunRecord]) -> list[RunRecord]:
-    """The runs whose :func:`budget_minutes` exceed :data:`CPU_BUDGET_MINUTES`, by experiment and name."""
-    late = [r for r in records if (budget_minutes(r) or 0) > CPU_BUDGET_MINUTES]
-    return sorted(late, key=lambda r: (r.experiment, r.name))
+    """The runs over the budget (:func:`is_over_budget`), by experiment and name."""
+    return sorted(filter(is_over_budget, records), key=lambda r: (r.experiment, r.name))
 
 
 def run_table(records: list[RunRecord]) -> tuple[list[str], list[list]]:
@@ -127,7 +131,7 @@ def run_table(records: list[RunRecord]) -> tuple[list[str], list[list]]:
         heads = ngram_heads_label(m.get("run_config", {}).get("overrides", {}).get("ngram_heads"))
         cpu = train.get("cpu_time_s")
         minutes = f"{cpu / 60:.1f}" if isinstance(cpu, (int, float)) else "–"
-        if (budget_minutes(r) or 0) > CPU_BUDGET_MINUTES:
+        if is_over_budget(r):
             minutes += " (over)"
         rows.append([f"`{r.name}`", m.get("task"), f"{m.get('architecture')}{heads}", m.get("preset"),
                      f"{m.get('num_parameters', 0):,}", train.get("steps"), r.seed,
