@@ -209,7 +209,9 @@ def main(argv=None) -> None:
         lines += suite_lines(suite)
     multi = {k: v for k, v in groups.items() if len(v) > 1}
     if multi:
-        label = "accuracy (final)" if parity and not regression else "metric (err i=2d or final accuracy)"
+        kinds = [("linear regression: error at i = 2d", regression), ("other tasks: error at the final example", suite),
+                 ("sparse parity: accuracy at the final example", parity)]
+        label = "; ".join(text for text, runs in kinds if runs)
         lines += ["", f"Over seeds ({label}): mean ± sd (n)", "", "| point | mean | sd | n |", "|---|---|---|---|"]
         for key, values in multi.items():
             lines.append(f"| {key.strip(',') or 'all'} | {statistics.mean(values):.4f} | "
