@@ -1,4 +1,5 @@
-"""Every committed experiment file parses: each `experiments/configs/*.yaml` as `train.py --config` reads it, and each
+"""Every committed experiment file parses: each run config (`experiments/**/*.yaml` outside `sweeps/` and the
+Accelerate launcher files of `accelerate/`, paper-scale GPU configs included) as `train.py --config` reads it, and each
 `experiments/sweeps/*.yaml` down to every point's checked run settings (what `python -m hf_icl.sweep` does before it
 starts a run), so a config or spec that stops matching the code fails here rather than in a user's hands."""
 
@@ -12,10 +13,21 @@ from hf_icl.training.arguments import parse_args
 EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 
-@pytest.mark.parametrize("path", sorted((EXPERIMENTS / "configs").glob("*.yaml")), ids=lambda p: p.name)
+RUN_CONFIGS = sorted(
+    path
+    for path in EXPERIMENTS.rglob("*.yaml")
+    if path.relative_to(EXPERIMENTS).parts[0] not in {"sweeps", "accelerate"}
+)
+
+
+def test_run_configs_are_found():
+    assert {path.parent.name for path in RUN_CONFIGS} >= {"configs", "paper", "slowfast_paper", "slowfast_cpu"}
+
+
+@pytest.mark.parametrize("path", RUN_CONFIGS, ids=lambda p: str(p.relative_to(EXPERIMENTS)))
 def test_committed_config_parses(path):
     args = parse_args(["--config", str(path)])
-    assert args.task and args.max_steps
+    assert args.task and (args.max_steps or args.epochs)
 
 
 @pytest.mark.parametrize("path", sorted((EXPERIMENTS / "sweeps").glob("*.yaml")), ids=lambda p: p.name)
