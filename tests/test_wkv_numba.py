@@ -31,14 +31,19 @@ def compiled(w, u, k, v):
 
 
 # ∂w sums B·T terms of both signs whose size reaches e^k (keys up to 10 below), from the float32 state the forward
-# saved: there the compiled kernel's ∂w is off from the float64 recurrence by up to ~1e-4 relative (hypothesis found
-# 1.8× the common 2e-5 bound at T = 60 and key scale 10; 300 random cases reach 0.9×, the chunked form 0.4×, every
-# other output at most 0.15×). Accumulating in float64 inside the kernel does not help (1.5×), so ∂w gets 1e-4.
+# saved, so the compiled kernel's ∂w can be off from the float64 recurrence by more than the common 2e-5: hypothesis
+# found such a case (the @example of the test below, T = 60 and key scale 10). Accumulating in float64 inside the
+# kernel did not bring it under 2e-5, so ∂w is held to 1e-4.
 GRAD_W_TOLERANCE = 1e-4
 
 
 OUTPUTS = ("z", "a", "b", "p", "w", "u", "k", "v")  # with_grads: z, the final state (a, b, p), ∂w, ∂u, ∂k, ∂v
 WITHOUT_STATE = ("z", "w", "u", "k", "v")
+
+
+def without_state(outputs):
+    """`with_grads`'s outputs less the final state: (z, ∂w, ∂u, ∂k, ∂v), named by WITHOUT_STATE."""
+    return outputs[:1] + outputs[4:]
 
 
 def assert_agree(ours, oracle, tolerance, names=OUTPUTS):
@@ -58,7 +63,7 @@ def assert_agree(ours, oracle, tolerance, names=OUTPUTS):
     channels=st.integers(1, 9),
     key_scale=st.sampled_from([0.5, 3.0, 10.0]),
 )
-@example(seed=629, batch=3, length=60, channels=1, key_scale=10.0)  # ∂w at 1.8× the 2e-5 bound (GRAD_W_TOLERANCE)
+@example(seed=629, batch=3, length=60, channels=1, key_scale=10.0)  # ∂w beyond 2e-5 (GRAD_W_TOLERANCE)
 def test_compiled_wkv_equals_the_chunked_form_and_the_float64_recurrence(seed, batch, length, channels, key_scale):
     w, u, k, v = (t.float() for t in random_wkv(seed, batch, length, channels, scale=key_scale))
     weights = torch.randn(batch, length, channels, generator=torch.Generator().manual_seed(seed + 1))
@@ -66,7 +71,7 @@ def test_compiled_wkv_equals_the_chunked_form_and_the_float64_recurrence(seed, b
     assert_agree(ours, with_grads(lambda *x: wkv_chunked(*x, chunk_size=7), w, u, k, v, weights), 2e-5)
     exact = with_grads(wkv_naive, *(t.double() for t in (w, u, k, v)), weights.double())
     # the state is compared above (same form)
-    assert_agree(ours[:1] + ours[4:], exact[:1] + exact[4:], 2e-5, names=WITHOUT_STATE)
+    assert_agree(without_state(ours), without_state(exact), 2e-5, names=WITHOUT_STATE)
 
 
 def test_keys_that_overflow_the_raw_formula_stay_finite_and_exact():
@@ -76,7 +81,7 @@ def test_keys_that_overflow_the_raw_formula_stay_finite_and_exact():
     ours = with_grads(compiled, *(t.float() for t in (w, u, k, v)), weights.float())
     assert all(torch.isfinite(t).all() for t in ours)
     exact = with_grads(wkv_naive, w, u, k, v, weights)
-    assert_agree(ours[:1] + ours[4:], exact[:1] + exact[4:], 1e-4, names=WITHOUT_STATE)
+    assert_agree(without_state(ours), without_state(exact), 1e-4, names=WITHOUT_STATE)
 
 
 def test_dispatch_takes_the_kernel_only_where_it_applies(monkeypatch):
