@@ -30,11 +30,13 @@ def compiled(w, u, k, v):
     return z, state
 
 
-# ∂w sums B·T terms of both signs whose size reaches e^k (keys up to 10 below), from the float32 state the forward
-# saved, so the compiled kernel's ∂w can be off from the float64 recurrence by more than the common 2e-5: hypothesis
-# found such a case (the @example of the test below, T = 60 and key scale 10). Accumulating in float64 inside the
-# kernel did not bring it under 2e-5, so ∂w is held to 1e-4.
-GRAD_W_TOLERANCE = 1e-4
+# ∂w sums B·T terms of both signs whose size reaches e^k (keys up to 10 below), through the float32 state that the
+# forward saved, so both float32 forms' ∂w can be off from the float64 recurrence by more than the common 2e-5, in
+# either direction: hypothesis found the compiled kernel off by 1.8x that bound (seed 629) and, later, the two forms
+# off from each other by more than 1e-4 while each stayed within 1e-4 of the float64 recurrence (seed 54); both are
+# explicit @examples below. Accumulating in float64 inside the kernel did not help. So the gradients of both forms
+# are compared with the float64 recurrence (not with each other), and ∂w is held to 2e-4.
+GRAD_W_TOLERANCE = 2e-4
 
 
 OUTPUTS = ("z", "a", "b", "p", "w", "u", "k", "v")  # with_grads: z, the final state (a, b, p), ∂w, ∂u, ∂k, ∂v
@@ -63,15 +65,17 @@ def assert_agree(ours, oracle, tolerance, names=OUTPUTS):
     channels=st.integers(1, 9),
     key_scale=st.sampled_from([0.5, 3.0, 10.0]),
 )
-@example(seed=629, batch=3, length=60, channels=1, key_scale=10.0)  # ∂w beyond 2e-5 (GRAD_W_TOLERANCE)
+@example(seed=629, batch=3, length=60, channels=1, key_scale=10.0)  # compiled ∂w beyond 2e-5 of the float64 one
+@example(seed=54, batch=1, length=54, channels=1, key_scale=10.0)  # the two forms' ∂w more than 1e-4 apart
 def test_compiled_wkv_equals_the_chunked_form_and_the_float64_recurrence(seed, batch, length, channels, key_scale):
     w, u, k, v = (t.float() for t in random_wkv(seed, batch, length, channels, scale=key_scale))
     weights = torch.randn(batch, length, channels, generator=torch.Generator().manual_seed(seed + 1))
     ours = with_grads(compiled, w, u, k, v, weights)
-    assert_agree(ours, with_grads(lambda *x: wkv_chunked(*x, chunk_size=7), w, u, k, v, weights), 2e-5)
+    chunked = with_grads(lambda *x: wkv_chunked(*x, chunk_size=7), w, u, k, v, weights)
+    assert_agree(ours[:4], chunked[:4], 2e-5, names=OUTPUTS[:4])  # the forward: z and the final state (a, b, p)
     exact = with_grads(wkv_naive, *(t.double() for t in (w, u, k, v)), weights.double())
-    # the state is compared above (same form)
-    assert_agree(without_state(ours), without_state(exact), 2e-5, names=WITHOUT_STATE)
+    for form in (ours, chunked):  # the gradients: each float32 form against the float64 recurrence
+        assert_agree(without_state(form), without_state(exact), 2e-5, names=WITHOUT_STATE)
 
 
 def test_keys_that_overflow_the_raw_formula_stay_finite_and_exact():
