@@ -32,10 +32,10 @@ def compiled(w, u, k, v):
 
 # ∂w sums B·T terms of both signs whose size reaches e^k (keys up to 10 below), through the float32 state that the
 # forward saved, so both float32 forms' ∂w can be off from the float64 recurrence by more than the common 2e-5, in
-# either direction: hypothesis found the compiled kernel off by 1.8x that bound (seed 629) and, later, the two forms
-# off from each other by more than 1e-4 while each stayed within 1e-4 of the float64 recurrence (seed 54); both are
-# explicit @examples below. Accumulating in float64 inside the kernel did not help. So the gradients of both forms
-# are compared with the float64 recurrence (not with each other), and ∂w is held to 2e-4.
+# either direction: hypothesis found the compiled kernel off by 1.8x that bound (seed 629) and, later, the two forms'
+# ∂w more than 1e-4 apart (seed 54); both are explicit @examples below. Accumulating in float64 inside the kernel did
+# not help. So the gradients of both forms are compared with the float64 recurrence (not with each other), and ∂w is
+# held to 2e-4.
 GRAD_W_TOLERANCE = 2e-4
 
 
