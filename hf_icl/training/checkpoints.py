@@ -4,8 +4,8 @@
   `metrics.json` or checkpoints). `--overwrite` deletes the entries a run writes (:func:`run_outputs`) and nothing
   else; a non-empty folder that is not a run is refused.
 - `--resume` refuses a run whose saved settings differ in a field of :data:`RESUME_FIELDS`, skips checkpoints whose
-  files are damaged (:func:`checkpoint_problem`), and :func:`load_checkpoint` falls back from the newest checkpoint
-  to the previous complete one when loading fails.
+  files are damaged (:func:`checkpoint_problem`: trainer state, weights, random-generator states), and
+  :func:`load_checkpoint` falls back from the newest checkpoint to the previous complete one when loading fails.
 """
 
 from __future__ import annotations
@@ -22,6 +22,9 @@ from .run_lock import LOCK_FILE
 CHECKPOINT_PREFIX = "step_"
 STATE_FILE = "trainer_state.json"
 RUN_MARKER = "hf_icl_run.json"
+RANDOM_STATES = "random_states"  # Accelerate's `RNG_STATE_NAME`: `random_states_<rank>.pkl` in every checkpoint
+RANDOM_STATE_KEYS: tuple[str, ...] = ("random_state", "numpy_random_seed", "torch_manual_seed")
+"""The generators every checkpoint's random-states file must hold (Python's, numpy's, torch's CPU one)."""
 RUN_OUTPUTS: tuple[str, ...] = (
     RUN_MARKER, "checkpoints", "model", "metrics.json", "summary.md", "training_curves.png", "hf_icl", "wandb",
 )
@@ -122,7 +125,26 @@ def checkpoint_problem(checkpoint: Path) -> str | None:
     for name in sorted(p.name for p in checkpoint.iterdir() if p.suffix in (".bin", ".pkl", ".pt")):
         if (checkpoint / name).stat().st_size == 0:
             return f"{name} is empty"
-    return None
+    states = sorted(checkpoint.glob(f"{RANDOM_STATES}_*.pkl")) or [checkpoint / f"{RANDOM_STATES}_0.pkl"]
+    return next(filter(None, map(random_states_problem, states)), None)
+
+
+def random_states_problem(path: Path) -> str | None:
+    """What makes a checkpoint's random-generator states (`random_states_<rank>.pkl`) unusable, else `None`.
+
+    Accelerate skips such a file with a log message and resumes from whatever state the generators are in, so a run
+    with dropout would silently continue on other random numbers; a resume treats it like damaged weights instead.
+    """
+    from accelerate.utils import load
+
+    if not path.is_file():
+        return f"{path.name} is missing (the random-generator states of process {path.stem.rsplit('_', 1)[-1]})"
+    try:
+        states = load(path, map_location="cpu")
+    except Exception as err:  # torch.load raises many types for a truncated or garbled file
+        return f"{path.name} is unreadable ({type(err).__name__}: {one_line(err)[:120]})"
+    missing = [key for key in RANDOM_STATE_KEYS if not isinstance(states, dict) or key not in states]
+    return f"{path.name} lacks the states of {', '.join(missing)}" if missing else None
 
 
 def load_checkpoint(accelerator, candidates: list[Path]) -> tuple[Path, dict]:
@@ -144,7 +166,9 @@ def load_checkpoint(accelerator, candidates: list[Path]) -> tuple[Path, dict]:
         error = None
         try:
             trainer_state = load_trainer_state(checkpoint)
-            accelerator.load_state(str(checkpoint))
+            error = random_states_problem(checkpoint / f"{RANDOM_STATES}_{accelerator.process_index}.pkl")
+            if error is None:
+                accelerator.load_state(str(checkpoint))
         except Exception as err:  # a damaged file of any kind, or weights of another shape
             error = f"{type(err).__name__}: {one_line(err)[:200]}"
         failed = torch.tensor([error is not None], dtype=torch.float32, device=accelerator.device)

@@ -2,7 +2,9 @@
 
 Both are iterated from a global optimiser step, so a resumed run sees exactly the batches an uninterrupted run
 would: finite data through an epoch order fixed by (seed, epoch), online data through batches drawn from
-(seed, rank, step).
+(seed, rank, step). Neither draws from the global random generators, which dropout uses and a checkpoint saves: a
+`DataLoader` without a `generator=` draws its iterator's base seed from the global torch generator, so a resumed
+run, which opens its iterator mid-epoch, would see other dropout masks than an uninterrupted one.
 """
 
 from __future__ import annotations
@@ -129,7 +131,12 @@ class EpochBatches:
         dataset = data.train
         if data.augment is not None:
             sampler, dataset = EpochTagged(sampler), Augmented(data.train, data.augment, seed)
-        loader = DataLoader(dataset, batch_size=batch_size, sampler=sampler, collate_fn=data.collate)
+        # The loader's own generator, re-seeded from (seed, epoch) at every epoch (`iter_from`): its iterator's base
+        # seed (and its workers' seeds) then come from neither the global generator nor the resume point.
+        self.generator, self.seed = torch.Generator(), seed
+        loader = DataLoader(
+            dataset, batch_size=batch_size, sampler=sampler, collate_fn=data.collate, generator=self.generator
+        )
         self.accelerator, self.loader, self.data = accelerator, accelerator.prepare(loader), data
         self.steps_per_epoch = math.ceil(len(data.train) / (batch_size * accelerator.num_processes))
 
@@ -144,6 +151,7 @@ class EpochBatches:
         epoch, skip = divmod(step, self.steps_per_epoch)
         while True:
             self.loader.set_epoch(epoch)
+            self.generator.manual_seed((self.seed * 1_000_003 + epoch) % 2**63 + 1)
             yield from self.accelerator.skip_first_batches(self.loader, skip) if skip else self.loader
             epoch, skip = epoch + 1, 0
 
