@@ -75,6 +75,9 @@ class TaskEntry:
         solver: ``(prompt, answer_length) -> answer``, the task's exact answers read off a prompt (the oracle
             baseline of families that list ``"solver"`` in ``TaskFamily.entry_fields``).
         baselines: names of the baselines scored beside the model on this task.
+        options_builder: an online task's ``datasets`` builder whose config documents its options (types,
+            defaults, docs for ``--help`` and ``docs/tasks.md``), e.g. the builder of its fixed evaluation prompts;
+            ``builder`` documents them where it is set.
     """
 
     builder: type | None
@@ -84,6 +87,7 @@ class TaskEntry:
     spec: Any = None
     solver: Callable[[str, int], str] | None = None
     baselines: tuple[str, ...] = ()
+    options_builder: type | None = None
 
 
 @dataclasses.dataclass

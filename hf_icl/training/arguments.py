@@ -7,6 +7,7 @@ import copy
 import functools
 import json
 import re
+import sys
 import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -185,10 +186,15 @@ def parse_ngram_heads(text: str) -> list[dict]:
     return specs
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
+    """`train.py`'s parser; `epilog` (kept as written) follows the flags in `--help` (:func:`topic_help`)."""
     parser = CommandLineParser(
         prog="train.py",
-        description="Train an hf_icl architecture on an ICL task with Accelerate, then evaluate it.",
+        description="Train an hf_icl architecture on an ICL task with Accelerate, then evaluate it. "
+        "`--task T --help` and `--architecture A --help` also list that task's options and presets or that "
+        "architecture's config fields and presets.",
+        epilog=epilog,
+        formatter_class=argparse.RawDescriptionHelpFormatter if epilog else argparse.HelpFormatter,
     )
     parser.add_argument("--config", help="YAML file of RunArguments fields; command-line flags override it")
     add_import_argument(parser)
@@ -212,7 +218,8 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         type=key_value("--task-option", "n_test=100"),
         metavar="FIELD=VALUE",
-        help="task generator override or task option, repeatable (e.g. --task-option n_test=100); task options: "
+        help="task generator override or task option, repeatable (e.g. --task-option n_test=100; `--task T --help` "
+        "lists task T's options with their types and defaults); options every family of a kind reads: "
         + "; ".join(_task_option_help()),
     )
     parser.add_argument(
@@ -346,6 +353,22 @@ def _task_option_help() -> list[str]:
     ] or ["none"]
 
 
+def topic_help(argv: list[str] | None) -> str | None:
+    """With `-h`/`--help`: the options and presets of the `--task` and the config fields of the `--architecture`
+    the command line names (:mod:`hf_icl.option_help`), else `None`."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not {"-h", "--help"} & set(argv):
+        return None
+    from ..option_help import architecture_help, task_help
+
+    scan = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    scan.add_argument("--task"), scan.add_argument("--architecture")
+    named = scan.parse_known_args(argv)[0]
+    parts = [task_help(named.task)] if named.task in list_tasks() else []
+    parts += [architecture_help(named.architecture)] if named.architecture in list_architectures() else []
+    return "\n\n".join(parts) or None
+
+
 def parse_args(argv: list[str] | None = None) -> RunArguments:
     """Parse and validate; errors name the field, the value and the allowed values.
 
@@ -386,7 +409,7 @@ def parse_run(argv: list[str] | None = None) -> ParsedRun:
     saved run's settings replace the three layers of defaults (:func:`resume_settings`).
     """
     preload(argv)
-    namespace = vars(build_parser().parse_args(argv))
+    namespace = vars(build_parser(topic_help(argv)).parse_args(argv))
     config_path = namespace.pop("config")
     layers = [("--config", load_yaml_config(Path(config_path)))] if config_path else []
     layers.append(("command line", command_line_values(namespace)))

@@ -23,7 +23,9 @@ class ICLRegularGPTConfig(ICLConfig):
     value a saved config without the field loads with) parity cannot be represented (see the mixer's docstring).
 
     Args:
-        See `ICLConfig`; this class only changes defaults.
+        fixed_depth (`int`, *optional*): the number of levels l, whatever the input length (`None`: ⌈log_C T⌉ at
+            run time).
+        See `ICLConfig` for the other fields; this class changes their defaults.
     """
 
     model_type = "icl_regular_gpt"

@@ -160,7 +160,8 @@ def cpu_preset(task: str) -> dict:
 def _entry(task: str, spec: FunctionClass) -> TaskEntry:
     builder = FunctionClassBuilder if spec.fixed_training_set else None  # else online, evaluated on builder prompts
     check = None if spec.fixed_training_set else (lambda options: check_options(task, options))
-    return TaskEntry(builder, task, OPTION_FIELDS, check_options=check, spec=spec, baselines=spec.baselines)
+    return TaskEntry(builder, task, OPTION_FIELDS, check_options=check, spec=spec, baselines=spec.baselines,
+                     options_builder=FunctionClassBuilder)
 
 
 def _family(task: str, spec: FunctionClass) -> TaskFamily:
