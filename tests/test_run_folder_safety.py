@@ -117,7 +117,8 @@ def test_resume_with_allowed_changes_applies_and_records_both(finished_run, tmp_
     assert change["changes"]["max_steps"] == {"saved": 6, "now": 8}
     assert "log_every" not in change["changes"]  # bookkeeping, not a training setting
     step_7 = next(record for record in metrics["train"]["history"] if record["step"] == 7)
-    assert step_7["lr"] == pytest.approx(0.01)  # the new peak rate took effect (wsd: full rate before the decay)
+    # the new peak rate took effect, scaled by the rate the finished run had reached: a longer run is not re-warmed
+    assert step_7["lr"] == pytest.approx(0.01 * change["lr_schedule"]["multiplier"]) and step_7["lr"] < 0.01
     assert json.loads((folder / "metrics.json").read_text())["setting_changes"] == metrics["setting_changes"]
     marker = json.loads((folder / RUN_MARKER).read_text())
     assert marker["run_config"]["lr"] == 0.01 and marker["setting_changes"] == metrics["setting_changes"]

@@ -6,7 +6,6 @@ import argparse
 import copy
 import functools
 import json
-import re
 import sys
 import warnings
 from dataclasses import asdict, dataclass, field, fields
@@ -18,6 +17,7 @@ from ..architectures import ARCHITECTURES, list_architectures
 from ..modeling.configuration import check_choice
 from ..modeling.ngram_blocks import ngram_heads_label
 from ..plugins import add_import_argument, preload
+from ..strict_yaml import read_yaml  # strict: no duplicate keys, alias bombs or malformed numbers
 from ..tasks import (
     FAMILIES,
     TaskRequest,
@@ -43,9 +43,9 @@ from ..validation import (
     key_value,
     naming,
 )
+from .schedules import LIBRARY_SCHEDULES, LR_SCHEDULES, OWN_SCHEDULES
 
 REPORT_TO = ("tensorboard", "trackio", "wandb", "none")
-LR_SCHEDULES = ("cosine", "constant", "wsd")
 DECAY_GROUPS = ("matrices", "all")
 MIXED_PRECISION = ("no", "bf16")
 BATCHING = ("grouped", "shuffled")
@@ -258,8 +258,10 @@ def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--lr-schedule",
         choices=LR_SCHEDULES,
+        metavar="{" + ",".join(OWN_SCHEDULES) + ",<transformers scheduler>}",
         help="after the warm-up: cosine to --min-lr, constant, or wsd (constant, then linear to --min-lr over the "
-        "last --decay-ratio of the steps)",
+        "last --decay-ratio of the steps); or a transformers.get_scheduler schedule, with its own warm-up from 0 "
+        "over the warm-up steps and by steps only: " + ", ".join(LIBRARY_SCHEDULES),
     )
     parser.add_argument("--decay-ratio", type=float, help="share of steps of the final decay of the wsd schedule")
     parser.add_argument(
@@ -631,23 +633,6 @@ def task_layers(task: str, preset: str | None) -> list[tuple[str, dict]]:
     return layers
 
 
-class ConfigLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, reading exponent notation without a dot (`lr: 1e-5`) as the number YAML 1.2 makes it;
-    PyYAML's YAML 1.1 rules read it as text, which the run arguments then refused as not a number."""
-
-
-ConfigLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)?(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789."),
-)
-
-
-def read_yaml(text: str):
-    """`yaml.safe_load` with :class:`ConfigLoader` (a `--config` file, a sweep spec)."""
-    return yaml.load(text, Loader=ConfigLoader)  # a SafeLoader: no arbitrary objects
-
-
 def load_yaml_config(path: Path) -> dict:
     """The `RunArguments` fields of a YAML file, type-checked; errors name `--config`, the field and the value."""
     if not path.is_file():
@@ -716,6 +701,11 @@ def validate(args: RunArguments) -> None:
         raise ValueError(
             f"argument --min-lr: min_lr={args.min_lr!r} is above lr={args.lr!r} (--lr): expected a final learning "
             "rate <= the peak one"
+        )
+    if args.lr_schedule in LIBRARY_SCHEDULES and args.max_train_minutes is not None:
+        raise ValueError(
+            f"argument --lr-schedule: lr_schedule={args.lr_schedule!r} runs on steps only; --max-train-minutes needs "
+            f"one of: {', '.join(OWN_SCHEDULES)}"
         )
     if args.allow_changed_settings and not args.resume:
         raise ValueError("argument --allow-changed-settings: it applies to --resume only")

@@ -43,65 +43,11 @@ from .data import batch_stream
 from .launch import single_process_launch_warning
 from .provenance import code_provenance, code_segments
 from .run_files import write_reports
+from .schedules import TrainingClock, extension_cap, lr_multiplier, warmup_steps  # noqa: F401 (re-exported)
 
 TRACKER_PACKAGES = {"trackio": ("trackio", "trackio"), "wandb": ("wandb", '"hf-icl[tracking]"')}
 """`--report-to` values whose package is optional: tracker -> (module, what to pip install)."""
 KILL_AT_STEP_ENV = "HF_ICL_TEST_KILL_AT_STEP"  # test hook: hard-exit after this step, as a SIGKILL would
-
-
-def warmup_steps(args: RunArguments, total_steps: int) -> int:
-    """The warm-up length: `--warmup-steps` when given, else `--warmup-ratio` of the run."""
-    return args.warmup_steps if args.warmup_steps is not None else int(args.warmup_ratio * total_steps)
-
-
-class TrainingClock:
-    """Training wall time against `--max-train-minutes`.
-
-    Args:
-        budget_minutes: the budget, or `None` (then `fraction` stays 0 and the run is limited by steps only).
-    """
-
-    def __init__(self, budget_minutes: float | None):
-        self.budget_s = 60.0 * budget_minutes if budget_minutes else None
-        self.fraction = 0.0  # share of the budget used so far
-
-    def update(self, elapsed_s: float) -> None:
-        if self.budget_s:
-            self.fraction = elapsed_s / self.budget_s
-
-    @property
-    def expired(self) -> bool:
-        return self.fraction >= 1.0
-
-
-def lr_multiplier(args: RunArguments, total_steps: int, clock: TrainingClock | None = None):
-    """LR multiplier by step: linear warm-up from `warmup_start_lr` to `lr`, then `args.lr_schedule`.
-
-    `cosine` decays to `min_lr` over the remaining steps (P1 App. B); `constant` stays at `lr`; `wsd`
-    (warm-up, stable, decay) stays at `lr` and decays linearly to `min_lr` over the last `decay_ratio` of the steps,
-    so the rate is high until the model has left RegBench's pre-induction plateau. With a time budget (`clock`),
-    progress after the warm-up is the larger of the step fraction and the time fraction, so the decay starts at
-    (1 − `decay_ratio`) of the budget when the budget ends first.
-    """
-    warmup = warmup_steps(args, total_steps)
-    decay_start = max(warmup, total_steps - int(args.decay_ratio * total_steps))
-
-    def factor(step: int) -> float:
-        if step < warmup:
-            return (args.warmup_start_lr + (args.lr - args.warmup_start_lr) * step / warmup) / args.lr
-        if args.lr_schedule == "constant":
-            return 1.0
-        by_time = clock.fraction if clock is not None else 0.0
-        if args.lr_schedule == "wsd":
-            progress = (step - decay_start) / max(1, total_steps - decay_start)
-            if args.decay_ratio > 0:
-                progress = max(progress, (by_time - 1 + args.decay_ratio) / args.decay_ratio)
-            progress = min(max(progress, 0.0), 1.0)
-            return (args.lr + (args.min_lr - args.lr) * progress) / args.lr
-        progress = min(max((step - warmup) / max(1, total_steps - warmup), by_time), 1.0)
-        return (args.min_lr + (args.lr - args.min_lr) * 0.5 * (1 + math.cos(math.pi * progress))) / args.lr
-
-    return factor
 
 
 def build_optimizer(model, args: RunArguments) -> torch.optim.Optimizer:
@@ -375,7 +321,8 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None, chan
     claim_run_folder(run)
     optimizer = build_optimizer(model, args)
     clock = TrainingClock(args.max_train_minutes)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_multiplier(args, total_steps, clock))
+    cap: dict = {}  # filled on a resume of a run that was extended (`extension_cap`)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_multiplier(args, total_steps, clock, cap))
     warmup = warmup_steps(args, total_steps)
     if warmup and warmup >= total_steps // 2:  # e.g. RegBench's default 200-step warm-up in a short run
         accelerator.print(
@@ -395,8 +342,13 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None, chan
                 f"argument --resume: {checkpoint} is at step {state['global_step']}, past the "
                 f"{total_steps} steps of this run; raise --max-steps or --epochs"
             )
+        cap.update(state.get("lr_schedule_cap") or {})
         if changes:
-            apply_changed_settings(run, optimizer, scheduler, changes, state["global_step"])
+            extended = extension_cap(args, changes, state["global_step"], total_steps, stream.steps_per_epoch, cap)
+            cap.clear(), cap.update(extended)
+            if cap:
+                state["lr_schedule_cap"] = dict(cap)  # saved with every later checkpoint, so a resume keeps it
+            apply_changed_settings(run, optimizer, scheduler, changes, state["global_step"], dict(cap))
     state["code_segments"] = code_segments(state.get("code_segments"), state["global_step"], run.code)
     if accelerator.is_main_process:
         run.output_dir.mkdir(parents=True, exist_ok=True)
@@ -427,9 +379,10 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None, chan
     return metrics
 
 
-def apply_changed_settings(run: Run, optimizer, scheduler, changes: dict, step: int) -> None:
+def apply_changed_settings(run: Run, optimizer, scheduler, changes: dict, step: int, cap: dict | None = None) -> None:
     """After loading a checkpoint: make the new optimiser settings take effect (the saved optimiser and scheduler
-    states carry the old learning rate, betas and weight decay), and record the change in the run's marker."""
+    states carry the old learning rate, betas and weight decay), and record the change in the run's marker, with the
+    schedule's cap where the run's length changed (`schedules.extension_cap`)."""
     args = run.args
     inner = getattr(scheduler, "scheduler", scheduler)
     inner.base_lrs = [args.lr] * len(optimizer.param_groups)
@@ -440,11 +393,19 @@ def apply_changed_settings(run: Run, optimizer, scheduler, changes: dict, step: 
     if run.accelerator.is_main_process:
         marker = read_run_marker(run.output_dir) or {}
         entry = {"step": step, "changes": {name: {"saved": old, "now": new} for name, (old, new) in changes.items()}}
+        if cap:
+            entry["lr_schedule"] = {**cap, "max_lr": args.lr * cap["multiplier"]}
         write_run_marker(run.output_dir, args.to_dict(), [*marker.get("setting_changes", []), entry])
     run.accelerator.print(
         f"continuing from step {step} with changed settings: "
         + "; ".join(f"{name} {old!r} -> {new!r}" for name, (old, new) in sorted(changes.items()))
     )
+    if cap and cap["from_step"] == step:
+        run.accelerator.print(
+            f"learning-rate schedule recomputed for {cap['total_steps']} steps (was {cap['saved_total_steps']}); from "
+            f"step {step} it stays at or below {args.lr * cap['multiplier']:.3g}, the rate the run had reached, so it "
+            "does not warm up again (recorded in setting_changes of hf_icl_run.json and metrics.json)"
+        )
 
 
 def whole_model(run: Run, model):
