@@ -101,8 +101,10 @@ def without_imports(argv: list[str]) -> list[str]:
 def _config_imports(path: Path) -> list[str]:
     import yaml
 
+    from .strict_yaml import read_yaml
+
     try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8"))
+        values = read_yaml(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         return []  # the command's own `--config` check reports the file
     imports = values.get("imports") if isinstance(values, dict) else None

@@ -102,3 +102,53 @@ def test_loading_refuses_a_checkpoint_without_this_processs_random_states(finish
         load_checkpoint(accelerator, [newest])
     assert "random_states_0.pkl is missing" in capsys.readouterr().out
     assert torch.equal(model.weight, weights)
+
+
+# ---- item 4: strict config files -----------------------------------------------------------------------------------
+
+BOMB = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n' + "".join(
+    f"{n}: &{n} [{','.join([f'*{p}'] * 9)}]\n" for p, n in zip("abcdef", "bcdefg")
+)  # 7 levels of 9 aliases: 9^7 strings from under 300 bytes
+
+STRICT_CONFIGS = [
+    ("max_steps: 2\nmax_steps: 4000\n", ["key 'max_steps' is given twice, at lines 1 and 2"]),
+    ("task_options:\n  n_test: 8\n  n_test: 9\n", ["key 'task_options.n_test' is given twice, at lines 2 and 3"]),
+    ("lr: .e3\n", ["key 'lr'", "'.e3' at line 1 is not a number"]),
+    ("warmup_steps: 2\nlr: 1e\n", ["key 'lr'", "'1e' at line 2 is not a number"]),
+    (BOMB + "overrides: {x: *g}\n", ["key 'e' at line 5", "aliases expand to more than 10,000 values"]),
+    ("overrides: &o {x: *o}\n", ["an alias at line 1 refers to the value it is inside"]),
+    (BOMB + "imports: *g\n", ["aliases expand to more than 10,000 values"]),  # read for plug-ins before parsing
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("text, fragments", STRICT_CONFIGS, ids=["dup", "dup-nested", ".e3", "1e", "bomb", "loop", "imports"])
+def test_a_config_file_is_strict_naming_file_key_and_line(text, fragments, tmp_path):
+    """Duplicate keys were accepted (the last won: 4,000 steps), a 300-byte alias bomb gave an 8 MB error or a
+    MemoryError, and `.e3` "could not convert string to float" naming neither file nor key."""
+    path = tmp_path / "run.yaml"
+    path.write_text(text)
+    outcome = call(train_main, ["--config", str(path), "--output-dir", str(tmp_path / "never")])
+    line = assert_one_line_error(outcome, "argument --config", str(path), *fragments)
+    assert len(line) < 500 and not (tmp_path / "never").exists()
+
+
+def test_a_sweep_spec_is_strict_naming_file_key_and_line(tmp_path):
+    from hf_icl.sweep import load_spec
+
+    path = tmp_path / "spec.yaml"
+    path.write_text("output_root: out\ngrid:\n  seed: [0, 1]\n  seed: [2]\n")
+    with pytest.raises(ValueError, match=r"spec\.yaml.*key 'grid\.seed' is given twice, at lines 3 and 4"):
+        load_spec(path)
+    path.write_text("output_root: out\ngrid:\n  lr: [1e-3, .e3]\n")
+    with pytest.raises(ValueError, match=r"spec\.yaml.*key 'grid\.lr\[1\]': '\.e3' at line 3 is not a number"):
+        load_spec(path)
+
+
+def test_strict_yaml_keeps_what_yaml_allows():
+    from hf_icl.strict_yaml import read_yaml
+
+    text = "lr: 1e-5\nb: .5e3\nc: 1_000e2\nd: e5\ne: '.e3'\nbase: &b {x: 1, y: 2}\nchild: {<<: *b, x: 3}\nz: *b\n"
+    assert read_yaml(text) == {
+        "lr": 1e-5, "b": 500.0, "c": 100000.0, "d": "e5", "e": ".e3", "base": {"x": 1, "y": 2},
+        "child": {"x": 3, "y": 2}, "z": {"x": 1, "y": 2},
+    }  # fmt: skip
