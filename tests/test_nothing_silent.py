@@ -121,7 +121,10 @@ STRICT_CONFIGS = [
 ]  # fmt: skip
 
 
-@pytest.mark.parametrize("text, fragments", STRICT_CONFIGS, ids=["dup", "dup-nested", ".e3", "1e", "bomb", "loop", "imports"])
+STRICT_IDS = ["dup", "dup-nested", ".e3", "1e", "bomb", "loop", "imports"]
+
+
+@pytest.mark.parametrize("text, fragments", STRICT_CONFIGS, ids=STRICT_IDS)
 def test_a_config_file_is_strict_naming_file_key_and_line(text, fragments, tmp_path):
     """Duplicate keys were accepted (the last won: 4,000 steps), a 300-byte alias bomb gave an 8 MB error or a
     MemoryError, and `.e3` "could not convert string to float" naming neither file nor key."""
