@@ -1,4 +1,5 @@
-"""`python -m hf_icl.report RUN_DIRS... --output DIR [--collect RUNS_DIR] [--readme FILE]`: the reproduction report.
+"""`python -m hf_icl.report RUN_DIRS... --output DIR [--collect RUNS_DIR] [--readme FILE]`: the reproduction report;
+`python -m hf_icl.report docs/results --check` checks the committed one (`check.py`).
 
 Gathers the metrics of every training run at or below RUN_DIRS (`<experiment>/<run>/metrics.json` as train.py writes
 it, or `<experiment>/<run>_metrics.json`), rates each finding of the papers (`hf_icl/report/paper_numbers.yaml`) once
@@ -63,7 +64,12 @@ def name_skipped(skipped: list[tuple[Path, str]], named: set | None = None) -> s
 def build_parser() -> CommandLineParser:
     parser = CommandLineParser(prog="python -m hf_icl.report", description=__doc__.split("\n\n")[0])
     parser.add_argument("runs", nargs="+", help="run folders, or folders holding run folders at any depth")
-    parser.add_argument("--output", required=True, type=Path, help="folder for the report's pages and figures")
+    parser.add_argument(
+        "--output", type=Path, help="folder for the report's pages and figures (required unless --check)"
+    )
+    parser.add_argument("--check", action="store_true",
+                        help="write nothing: exit 1 naming each committed page, findings.json, README block or "
+                             "README number (RUN_DIR/claims.yaml) the runs do not regenerate or back")  # fmt: skip
     parser.add_argument("--collect", type=Path, metavar="RUNS_DIR", help="copy the runs' metrics here first")
     parser.add_argument("--readme", type=Path, metavar="FILE", help="rewrite FILE's headline findings table")
     parser.add_argument("--allow-fewer-runs", action="store_true",
@@ -74,6 +80,10 @@ def build_parser() -> CommandLineParser:
 def main(argv: list[str] | None = None) -> dict:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.check:
+        return run_check(parser, args)
+    if args.output is None:
+        parser.fail("argument --output: required (or pass --check)")
     for flag, folder in (("--output", args.output), ("--collect", args.collect)):
         if folder is not None:
             try:
@@ -112,6 +122,33 @@ def main(argv: list[str] | None = None) -> dict:
         parser.fail(err)
     print(f"wrote {args.output / 'REPORT.md'}, the paper pages and their HTML from {counts['runs']} runs")
     return counts
+
+
+def run_check(parser: CommandLineParser, args) -> dict:
+    """`--check`: the one report folder RUN_DIR against its regeneration, and the README's numbers against
+    RUN_DIR/claims.yaml (the README: --readme, else ./README.md where it has the headline block)."""
+    from .check import check
+
+    if len(args.runs) != 1 or not Path(args.runs[0]).is_dir():
+        parser.fail("argument runs: --check takes one report folder (the committed docs/results)")
+    if args.output is not None or args.collect is not None:
+        parser.fail("argument --check: writes nothing; drop --output and --collect")
+    folder = Path(args.runs[0])
+    readme = args.readme
+    if readme is None and Path("README.md").is_file() and HEADLINE_START in Path("README.md").read_text("utf-8"):
+        readme = Path("README.md")
+    command = f"python -m hf_icl.report {args.runs[0]} --output {args.runs[0]}"
+    try:
+        problems = check(folder, readme, command)
+    except (FileNotFoundError, ValueError) as err:
+        parser.fail(err)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        sys.exit(1)
+    print(f"checked {folder}: every page, findings.json" + (f", {readme}'s block and numbers" if readme else "")
+          + " match the committed runs")  # fmt: skip
+    return {"problems": 0}
 
 
 if __name__ == "__main__":

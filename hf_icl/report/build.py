@@ -3,6 +3,7 @@ figures inline, each finding's verdict and its reason) and the runs (`runs`), ea
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections import Counter
@@ -18,9 +19,9 @@ from ..modeling.ngram_blocks import ngram_heads_label  # noqa: E402
 from . import findings as rules  # noqa: E402
 from .document import Document  # noqa: E402
 from .findings import Assessment, Line, assess, fmt, ours_text, paper_text, select, tolerance_text  # noqa: E402
+from .findings_json import VERDICT_KEYS, findings_text, verdict_counts  # noqa: E402
 from .papers import (  # noqa: E402
     MARKS,
-    NOT_RUN,
     VERDICTS,
     Finding,
     PaperNumbers,
@@ -28,9 +29,18 @@ from .papers import (  # noqa: E402
     load_paper_numbers,
 )
 from .papers import __doc__ as ENTITIES  # noqa: E402
-from .runs import RunRecord, find_runs, scale_text, settings_of  # noqa: E402
+from .runs import (  # noqa: E402
+    CPU_BUDGET_MINUTES,
+    RunRecord,
+    budget_minutes,
+    find_runs,
+    is_over_budget,
+    scale_text,
+)
 from .runs import __doc__ as GROUPING  # noqa: E402
+from .separation import __doc__ as SEPARATION  # noqa: E402
 from .studies import Study, find_studies  # noqa: E402
+from .trivial import vacuous  # noqa: E402
 
 FIGURES = "report_figures"
 HEADLINE_START, HEADLINE_END = "<!-- headline findings: start -->", "<!-- headline findings: end -->"
@@ -43,16 +53,37 @@ def slug(text: str) -> str:
 def mark(assessment: Assessment) -> str:
     scaled = f", scaled ({scale_text(assessment.scaled)})" if assessment.scaled else ""
     why = ""
-    if assessment.verdict == rules.INCONCLUSIVE:
-        for kind in (rules.DID_NOT_TRAIN, rules.NOT_SELECTED, rules.PARTLY_MEASURED, "experiments disagree"):
-            if kind in assessment.reason:
-                why = f": {kind}"
-                break
+    if assessment.verdict == rules.INCONCLUSIVE and assessment.why:
+        why = f": {assessment.why}"
+    elif assessment.verdict == rules.DIRECTION_ONLY and assessment.why:
+        why = f" ({assessment.why})"
     return f"{MARKS[assessment.verdict]} {assessment.verdict}{why}{scaled}"
 
 
-def bar_figure(path: Path, rows: list[tuple[str, float, float]], log: bool, title: str) -> None:
-    """The paper's value beside ours, one pair of bars per number."""
+def seeds_text(assessment: Assessment) -> str:
+    """The seeds a verdict rests on: `n` where every model has n, else `model n, ...`."""
+    counts = assessment.seeds
+    if not counts:
+        return "–"
+    if len(set(counts.values())) == 1:
+        return str(next(iter(counts.values())))
+    return ", ".join(f"{model} {n}" for model, n in counts.items())
+
+
+def separation_text(assessment: Assessment) -> str:
+    """The weakest separation among the verdict's pairs (largest one-sided p), or – where none applies."""
+    tests = [line.separation for line in assessment.lines if line.separation is not None]
+    if not tests:
+        return "–"
+    parity = assessment.finding.kind == "parity"
+    worst = max(tests, key=lambda t: max(abs(t.interval[0]), abs(t.interval[1])) if parity else t.p_value)
+    return worst.text(parity) + (f" (weakest of {len(tests)} pairs)" if len(tests) > 1 else "")
+
+
+def bar_figure(path: Path, rows: list[tuple[str, float, float]], log: bool, title: str, draw: bool = True) -> None:
+    """The paper's value beside ours, one pair of bars per number (nothing drawn with `draw=False`)."""
+    if not draw:
+        return
     fig, ax = plt.subplots(figsize=(max(5.5, 0.8 * len(rows) + 2.5), 3.6))
     xs = range(len(rows))
     ax.bar([x - 0.2 for x in xs], [paper for _, paper, _ in rows], 0.4, label="paper", color="#8da0cb")
@@ -66,8 +97,18 @@ def bar_figure(path: Path, rows: list[tuple[str, float, float]], log: bool, titl
     plt.close(fig)
 
 
-def curve_figure(path: Path, records: list[RunRecord], title: str) -> bool:
-    """Accuracy by test length, or error by number of in-context examples, of `records`; False if they have none."""
+def has_curves(record: RunRecord) -> bool:
+    test = record.metrics["test"]
+    return isinstance(test.get("per_length"), dict) or (
+        isinstance(test.get("curves"), dict) and isinstance(test["curves"].get("model"), list)
+    )
+
+
+def curve_figure(path: Path, records: list[RunRecord], title: str, draw: bool = True) -> bool:
+    """Accuracy by test length, or error by number of in-context examples, of `records`; False if they have none
+    (with `draw=False` only whether there is one)."""
+    if not draw:
+        return any(map(has_curves, records))
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     drawn = False
     for r in records:
@@ -91,27 +132,6 @@ def curve_figure(path: Path, records: list[RunRecord], title: str) -> bool:
             fig.savefig(tmp, dpi=80)
     plt.close(fig)
     return drawn
-
-
-CPU_BUDGET_MINUTES = 30
-"""The project's budget for one CPU experiment run: about 30 minutes on a 2-core machine (the contributor rules;
-issue 27's "≤ 30 CPU minutes per run")."""
-
-
-def budget_minutes(record: RunRecord) -> float | None:
-    """Minutes the run needs on its own cores: `train.cpu_time_s` over its threads (at most the machine's 2), so a
-    one-thread run that shared the machine counts its CPU time and a two-thread run its time on both cores. `None`
-    where the run recorded no CPU time."""
-    cpu = record.metrics.get("train", {}).get("cpu_time_s")
-    if not isinstance(cpu, (int, float)):
-        return None
-    threads = record.metrics.get("run_config", {}).get("threads")
-    return cpu / 60 / min(max(threads if isinstance(threads, int) else 1, 1), 2)
-
-
-def is_over_budget(record: RunRecord) -> bool:
-    """Whether the run's :func:`budget_minutes` exceed :data:`CPU_BUDGET_MINUTES` (an untimed run is not)."""
-    return (budget_minutes(record) or 0) > CPU_BUDGET_MINUTES
 
 
 def over_budget(records: list[RunRecord]) -> list[RunRecord]:
@@ -141,18 +161,26 @@ def run_table(records: list[RunRecord]) -> tuple[list[str], list[list]]:
 
 
 def number_lines(numbers: PaperNumbers, assessments: list[Assessment], records: list[RunRecord]) -> dict[str, Line]:
-    """One line per measured published number: from its value finding, else selected on its own."""
+    """One line per measured published number, from one source: the value finding it belongs to, else the outcome
+    finding, else selected on its own from the runs that meet the control of every finding naming it (so an
+    untrained run never defines a number) and within the CPU budget where a run within it measures the number."""
     lines: dict[str, Line] = {}
-    for a in assessments:
-        if a.finding.kind in ("value", "outcome") and len(a.lines) == len(a.finding.entries):
-            for entry_id, line in zip(a.finding.entries, a.lines):
-                lines[entry_id] = line
+    for kind in ("value", "outcome"):  # a value finding's line first: an outcome never overwrites it
+        for a in assessments:
+            if a.finding.kind == kind and len(a.lines) == len(a.finding.entries):
+                for entry_id, line in zip(a.finding.entries, a.lines):
+                    lines.setdefault(entry_id, line)
+    controls = {}
+    for finding in numbers.findings:
+        for entry_id in finding.entries:
+            controls.setdefault(entry_id, []).append(finding)
     for entry in numbers.entries.values():
         if entry.id in lines or not isinstance(entry.value, (int, float)):
             continue
-        found = [
-            s for s in settings_of(records, entry.task, entry.match) if s.value(f"test.{entry.metric}") is not None
-        ]
+        found = rules.measured(entry, records)
+        for finding in controls.get(entry.id, []):
+            found = rules.trained(finding, entry, found, records)[0]
+        found = rules.within_budget(found)[0]
         if not found:
             continue
         pick = select(entry, found)
@@ -167,17 +195,19 @@ def number_lines(numbers: PaperNumbers, assessments: list[Assessment], records: 
 
 
 def paper_page(paper: str, numbers: PaperNumbers, assessments: list[Assessment], lines: dict[str, Line],
-               records: list[RunRecord], output_dir: Path) -> Document:  # fmt: skip
+               records: list[RunRecord], output_dir: Path, draw: bool = True) -> Document:  # fmt: skip
     info = numbers.papers[paper]
     doc = Document()
     doc.heading(1, f"{paper}: {info.title}")
     link = f" [{info.link}]({info.link})" if info.link else ""
     doc.paragraph(f"{info.citation}{link}")
     mine = [a for a in assessments if a.finding.paper == paper]
-    doc.table(["finding", "verdict"], [[f"[{a.finding.claim}](#{a.finding.id})", mark(a)] for a in mine])
+    doc.table(["finding", "verdict", "seeds", "separation"],
+              [[f"[{a.finding.claim}](#{a.finding.id})", mark(a), seeds_text(a), separation_text(a)]
+               for a in mine])  # fmt: skip
     for a in mine:
         doc.heading(2, a.finding.claim, anchor=a.finding.id)
-        doc.paragraph(f"**Verdict: {mark(a)}.** {a.reason[0].upper() + a.reason[1:]}.")
+        doc.paragraph(f"**Verdict: {mark(a)}.** {a.reason[0].upper() + a.reason[1:]}. Seeds: {seeds_text(a)}.")
         if a.lines:
             doc.table(["number", "paper", "ours", "tolerance", "verdict", "run"],
                       [[l.label, l.paper, l.ours, l.tolerance, l.verdict, l.where] for l in a.lines])  # fmt: skip
@@ -186,7 +216,7 @@ def paper_page(paper: str, numbers: PaperNumbers, assessments: list[Assessment],
             doc.table(["run", "ours", "why"], [list(row) for row in a.others])
         evidence = [r for s in a.evidence for r in s.runs]
         figure = f"{FIGURES}/{slug(a.finding.id)}.png"
-        if evidence and curve_figure(output_dir / figure, evidence, a.finding.claim[:70]):
+        if evidence and curve_figure(output_dir / figure, evidence, a.finding.claim[:70], draw):
             doc.image(figure, f"{a.finding.id}: the selected runs")
     doc.heading(2, "Every published number", anchor="numbers")
     for source in (s for s in numbers.sources if s["paper"] == paper):
@@ -205,37 +235,48 @@ def paper_page(paper: str, numbers: PaperNumbers, assessments: list[Assessment],
         if bars:
             figure = f"{FIGURES}/{source['id']}.png"
             log = any(e.scale == "log" for e in measured)
-            bar_figure(output_dir / figure, bars, log, f"{paper} {source['where'].split(',')[0]}")
+            bar_figure(output_dir / figure, bars, log, f"{paper} {source['where'].split(',')[0]}", draw)
             doc.image(figure, f"{source['where'].split(',')[0]}: paper and ours")
     return doc
 
 
-def summary_rows(numbers: PaperNumbers, assessments: list[Assessment], lines: dict[str, Line]) -> list[list]:
+def summary_rows(numbers: PaperNumbers, objects: list[dict], lines: dict[str, Line]) -> list[list]:
+    """One row per paper, counted from `findings.json`'s objects."""
     rows = []
     for paper in numbers.papers:
-        mine = [a for a in assessments if a.finding.paper == paper]
-        counts = Counter(a.verdict for a in mine)
+        mine = [o for o in objects if o["paper"] == paper]
+        counts = verdict_counts(objects, paper)
         published = [e for e in numbers.entries.values() if e.paper == paper]
-        rows.append([f"[{paper}]({paper}.md)", len(mine), *(counts[v] for v in VERDICTS),
-                     sum(bool(a.scaled) for a in mine if a.verdict != NOT_RUN),
+        rows.append([f"[{paper}]({paper}.md)", len(mine), *(counts[VERDICT_KEYS[v]] for v in VERDICTS),
+                     sum(o["scaled"] is not None for o in mine if o["verdict"] != "not_run"),
                      f"{sum(e.id in lines for e in published)} / {len(published)}"])  # fmt: skip
     return rows
+
+
+def counts_sentence(objects: list[dict]) -> str:
+    """`N findings (findings.json): a ✔ reproduced, ...`, the counts the README and REPORT.md print."""
+    counts = verdict_counts(objects)
+    parts = ", ".join(f"{counts[VERDICT_KEYS[v]]} {MARKS[v]} {v}" for v in VERDICTS)
+    return f"{len(objects)} findings ([findings.json]({{prefix}}findings.json)): {parts}."
 
 
 SUMMARY_HEADER = ["paper", "findings", *(f"{MARKS[v]} {v}" for v in VERDICTS), "of them scaled", "numbers measured"]
 
 
-def headline_table(numbers: PaperNumbers, assessments: list[Assessment], prefix: str) -> str:
-    """The README's table: one row per finding (paper, finding, verdict, link)."""
+def headline_table(numbers: PaperNumbers, assessments: list[Assessment], prefix: str, objects: list[dict]) -> str:
+    """The README's block: the counts from `findings.json`, then one row per finding (paper, finding, verdict, seeds,
+    separation, link)."""
     doc = Document()
-    doc.table(["paper", "finding", "verdict", ""],
-              [[a.finding.paper, a.finding.claim, mark(a), f"[details]({prefix}{a.finding.paper}.md#{a.finding.id})"]
-               for a in assessments])  # fmt: skip
+    doc.paragraph(counts_sentence(objects).replace("{prefix}", prefix))
+    doc.table(["paper", "finding", "verdict", "seeds", "separation", ""],
+              [[a.finding.paper, a.finding.claim, mark(a), seeds_text(a), separation_text(a),
+                f"[details]({prefix}{a.finding.paper}.md#{a.finding.id})"] for a in assessments])  # fmt: skip
     return doc.to_markdown()
 
 
 def build_report(run_paths: list, output_dir: str | Path, command: str, numbers: PaperNumbers | None = None,
-                 readme: str | Path | None = None) -> dict:  # fmt: skip
+                 readme: str | Path | None = None, place: Path | None = None,
+                 readme_place: Path | None = None, draw: bool = True) -> dict:  # fmt: skip
     """Write `REPORT`, `P1` … `P5` and `runs` (`.md` and `.html`) and `report_figures/*.png` to `output_dir`.
 
     Args:
@@ -244,6 +285,9 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
         command: the command that regenerates it (printed at the top).
         numbers: the papers' numbers and findings (default: the shipped `paper_numbers.yaml`).
         readme: a Markdown file whose block between the headline markers is replaced by the findings table.
+        place, readme_place: where the pages and the README will live, if elsewhere (`--check` builds in a
+            temporary folder): the links of `findings.json` and the README's block are relative to them.
+        draw: whether to draw the figures (`--check` compares the pages only).
 
     Returns:
         `{"runs": n, "<paper>": {verdict: findings}}`.
@@ -256,7 +300,7 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
     created = [folder for folder in (figures, *figures.parents) if not folder.exists()]  # innermost first
     figures.mkdir(parents=True, exist_ok=True)
     try:
-        return write_pages(records, output_dir, command, numbers, readme, studies)
+        return write_pages(records, output_dir, command, numbers, readme, studies, place, readme_place, draw)
     except BaseException:  # a failed report leaves none of the folders it made empty behind
         for folder in created:
             if folder.is_dir() and not any(folder.iterdir()):
@@ -265,9 +309,14 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
 
 
 def write_pages(records: list[RunRecord], output_dir: Path, command: str, numbers: PaperNumbers,
-                readme: str | Path | None, studies: list[Study] = ()) -> dict:  # fmt: skip
+                readme: str | Path | None, studies: list[Study] = (), place: Path | None = None,
+                readme_place: Path | None = None, draw: bool = True) -> dict:  # fmt: skip
     """:func:`build_report`'s pages, figures and README block, from the runs read."""
+    place = Path(place or output_dir)
     assessments = [assess(f, numbers, records) for f in numbers.findings]
+    for a in assessments:  # criteria that cannot fail are refused before anything is written
+        if a.finding.kind == "outcome" and a.finding.expect == "succeeds" and (why := vacuous(a.finding, a.evidence)):
+            raise ValueError(why)
     lines = number_lines(numbers, assessments, records)
     pages = {"REPORT": "summary", **{p: p for p in numbers.papers}, "runs": "runs"}
     nav = [(label, f"{name}.html") for name, label in pages.items()]
@@ -280,25 +329,28 @@ def write_pages(records: list[RunRecord], output_dir: Path, command: str, number
                   "smaller than the paper's setting. The rules are at the end.")  # fmt: skip
     experiments = sorted({r.experiment for r in records})
     doc.paragraph(f"{len(records)} runs in {len(experiments)} experiments ([runs](runs.md)).")
-    doc.table(SUMMARY_HEADER, summary_rows(numbers, assessments, lines))
+    objects = json.loads(findings_text(assessments, place))
+    doc.paragraph(counts_sentence(objects).replace("{prefix}", ""))
+    doc.table(SUMMARY_HEADER, summary_rows(numbers, objects, lines))
     doc.heading(2, "Findings")
-    doc.table(["paper", "finding", "verdict", "reason"],
-              [[f"[{a.finding.paper}]({a.finding.paper}.md#{a.finding.id})", a.finding.claim, mark(a), a.reason]
-               for a in assessments])  # fmt: skip
+    doc.table(["paper", "finding", "verdict", "seeds", "separation", "reason"],
+              [[f"[{a.finding.paper}]({a.finding.paper}.md#{a.finding.id})", a.finding.claim, mark(a), seeds_text(a),
+                separation_text(a), a.reason] for a in assessments])  # fmt: skip
     if studies:
         doc.heading(2, "Beyond the papers")
         doc.paragraph("Studies no paper's finding covers, each declared by a `study.json` in its folder: what it "
                       "found, its write-up, and the committed files its numbers come from.")  # fmt: skip
-        doc.table(["study", "finding", "evidence"], [study_row(study, output_dir) for study in studies])
+        doc.table(["study", "finding", "evidence"], [study_row(study, place) for study in studies])
     doc.heading(2, "How findings are judged")
-    for text in (*ENTITIES.split("\n\n")[1:], *rules.__doc__.split("\n\n")[1:], *GROUPING.split("\n\n")[1:]):
+    for text in (*ENTITIES.split("\n\n")[1:], *rules.__doc__.split("\n\n")[1:], *SEPARATION.split("\n\n")[1:],
+                 *GROUPING.split("\n\n")[1:]):  # fmt: skip
         if text.lstrip().startswith("- "):
             doc.bullets([" ".join(item.split()) for item in text.strip()[2:].split("\n- ")])
         else:
             doc.paragraph(" ".join(text.split()))
     documents["REPORT"] = doc
     for paper in numbers.papers:
-        documents[paper] = paper_page(paper, numbers, assessments, lines, records, output_dir)
+        documents[paper] = paper_page(paper, numbers, assessments, lines, records, output_dir, draw)
     runs = Document()
     runs.heading(1, "Runs")
     runs.paragraph("Every committed training run the report reads, by experiment (test-split numbers of the model). "
@@ -315,16 +367,18 @@ def write_pages(records: list[RunRecord], output_dir: Path, command: str, number
         runs.heading(2, f"`{experiment}`")
         runs.table(*run_table(group))
         figure = f"{FIGURES}/runs_{slug(experiment)}.png"
-        if curve_figure(output_dir / figure, group, experiment):
+        if curve_figure(output_dir / figure, group, experiment, draw):
             runs.image(figure, f"{experiment}: by length or by example")
     documents["runs"] = runs
+    write_text_atomic(output_dir / "findings.json", findings_text(assessments, place))
     for name, document in documents.items():
         write_text_atomic(output_dir / f"{name}.md", document.to_markdown())
         write_text_atomic(output_dir / f"{name}.html", document.to_html(f"hf_icl report: {pages[name]}", nav))
     if readme is not None:
         readme = Path(readme)
-        prefix = Path(os.path.relpath(output_dir.resolve(), readme.resolve().parent)).as_posix() + "/"
-        write_readme_block(readme, headline_table(numbers, assessments, prefix))
+        where = Path(readme_place or readme)
+        prefix = Path(os.path.relpath(place.resolve(), where.resolve().parent)).as_posix() + "/"
+        write_readme_block(readme, headline_table(numbers, assessments, prefix, objects))
     counts = {"runs": len(records)}
     for paper in numbers.papers:
         counts[paper] = dict(Counter(a.verdict for a in assessments if a.finding.paper == paper))

@@ -15,14 +15,27 @@ Rules (the report prints them):
   model learned the in-range task in it, or the contrasting model succeeded in the same experiment. Runs that meet
   neither did not train; if no run is left the verdict is **inconclusive: did not train**. A claim that two models are
   on par needs one of them to have learned in that experiment (two models that learned nothing tie).
-- **Seeds.** A setting's seeds give mean ± sd (the best seed where the paper reports its best); the verdict uses the
-  mean, with the tolerance printed beside it.
+- **Seeds.** A setting's seeds give mean ± sd (the best seed where the paper reports its best), with the tolerance
+  printed beside it. A value finding judges the mean and says when it rests on one seed; contrasts, parities and
+  outcomes follow the seed and separation rules below.
+- **One evidence pool.** A run that never met its finding's control never defines a number: the control filters the
+  runs before the longest-trained one is chosen. A run over the CPU budget (30 minutes on its own cores) is shown but
+  never the evidence where a run within the budget measures the same; where only runs over the budget measure a
+  finding, it is **inconclusive: over budget**. The rule is the same for every paper.
 - **Counted once.** Each finding and each published number gets one verdict, however many experiments measure it;
   a contrast is judged within one experiment (same budget and data), and experiments that disagree make it
   inconclusive.
 - **A claim about several numbers needs them all.** Where some of a finding's numbers are measured and agree with the
   paper but others were never measured, the claim is not shown: **inconclusive: partly measured** (numbers that
-  disagree with the paper still refute it).
+  disagree with the paper still refute it). A contrast that names several models or pairs is ✔ or ✘ only when every
+  named pair is measured with its control; otherwise it is **inconclusive: partly measured (k of n pairs)**, and the
+  reason names the missing pairs.
+- **One claim, one finding.** A criterion the project defines sits beside the paper's number as the same finding's
+  reason, never as a second finding; each published number's line comes from the finding it belongs to (a value
+  finding before an outcome), so the "every published number" tables never contradict a finding.
+- **Criteria that can fail.** Every outcome criterion of a finding that expects success is evaluated on trivial
+  predictors (`trivial.py`: predicting 0, the mean of the context's targets) on the selected runs' own task; a
+  criterion a trivial predictor passes is refused when the report builds.
 """
 
 from __future__ import annotations
@@ -41,16 +54,19 @@ from .papers import (
     Finding,
     PaperNumbers,
     combine,
-    judge_gap,
-    judge_parity,
     judge_value,
     meets,
     on_scale,
     rule_text,
 )
-from .runs import RunRecord, Setting, settings_of
+from .runs import CPU_BUDGET_MINUTES, RunRecord, Setting, settings_of
+from .separation import MIN_SEEDS, Separation
 
 NOT_SELECTED, DID_NOT_TRAIN, PARTLY_MEASURED = "not selected", "did not train", "partly measured"
+TOO_FEW_SEEDS, SPLIT_SEEDS, NOT_SEPARATED, OVER_BUDGET = "too few seeds", "split seeds", "not separated", "over budget"
+WHY = (DID_NOT_TRAIN, PARTLY_MEASURED, SPLIT_SEEDS, TOO_FEW_SEEDS, NOT_SEPARATED, OVER_BUDGET, NOT_SELECTED,
+       "experiments disagree")  # fmt: skip
+"""The kinds of *inconclusive*, as the verdict names them."""
 
 
 @dataclass
@@ -64,6 +80,8 @@ class Line:
     verdict: str
     where: str
     values: tuple = ()  # (paper, ours) floats for figures, where both are numbers
+    seeds: int = 0  # the fewest seeds on a side of this line
+    separation: Separation | None = None
 
 
 @dataclass
@@ -75,6 +93,9 @@ class Assessment:
     lines: list[Line] = field(default_factory=list)
     others: list[tuple[str, str, str]] = field(default_factory=list)  # (where, ours, why it is not the evidence)
     evidence: list[Setting] = field(default_factory=list)
+    why: str = ""  # the kind of inconclusive (one of WHY), or the seed cap of a direction-only ("1 seed")
+    seeds: dict[str, int] = field(default_factory=dict)  # model (entry row) -> seeds of the setting used
+    pairs: list[dict] = field(default_factory=list)  # contrasts: {a, b, measured, verdict, separation}
 
 
 @dataclass
@@ -91,6 +112,23 @@ def fmt(entry: Entry, value: float | None) -> str:
     if value is None:
         return "—"
     return f"{value:.3g}" if entry.scale == "log" else f"{value:.3f}"
+
+
+def seed_cap(verdict: str, seeds: int) -> tuple[str, str]:
+    """(verdict, why) under the seed rule: with fewer than `MIN_SEEDS` seeds, a result the paper's way is capped at
+    direction only ("n seeds"), one the other way is inconclusive (too few seeds)."""
+    if seeds >= MIN_SEEDS or verdict not in (REPRODUCED, DIRECTION_ONLY, NOT_REPRODUCED):
+        return verdict, ""
+    if verdict == NOT_REPRODUCED:
+        return INCONCLUSIVE, TOO_FEW_SEEDS
+    return DIRECTION_ONLY, f"{seeds} seed{'s' * (seeds != 1)}"
+
+
+def within_budget(settings: list[Setting]) -> tuple[list[Setting], list[Setting]]:
+    """(the evidence pool, the runs set aside as over the CPU budget): over-budget settings leave the pool where a
+    setting within the budget is left; where none is, they stay (and the finding is inconclusive: over budget)."""
+    within = [s for s in settings if not s.over_budget]
+    return (within, [s for s in settings if s.over_budget]) if within else (settings, [])
 
 
 def paper_text(entry: Entry) -> str:
@@ -184,12 +222,20 @@ def control_text(finding: Finding) -> str:
     return " or ".join(parts)
 
 
+def measured(entry: Entry, records: list[RunRecord]) -> list[Setting]:
+    """The settings whose every seed has `entry`'s test number."""
+    return [s for s in settings_of(records, entry.task, entry.match) if s.value(f"test.{entry.metric}") is not None]
+
+
+def trained(finding: Finding, entry: Entry, settings: list[Setting], records: list[RunRecord]) -> tuple[list, list]:
+    """(settings meeting the finding's control, those that did not train)."""
+    kept = [s for s in settings if passes_control(finding, s, records, entry.task)]
+    return kept, [s for s in settings if s not in kept]
+
+
 def _candidates(finding: Finding, entry: Entry, records: list[RunRecord]) -> tuple[list[Setting], list[Setting]]:
     """(evidence, set aside) among the settings matching `entry`: set aside are those failing the control."""
-    found = settings_of(records, entry.task, entry.match)
-    found = [s for s in found if s.value(f"test.{entry.metric}") is not None]
-    kept = [s for s in found if passes_control(finding, s, records, entry.task)]
-    return kept, [s for s in found if s not in kept]
+    return trained(finding, entry, measured(entry, records), records)
 
 
 def criterion_value(criterion: dict, setting: Setting, statistic: str = "mean") -> float | None:
@@ -209,28 +255,50 @@ def criterion_name(criterion: dict) -> str:
     return f"{name} − {criterion['minus'].split('.')[-1]}" if "minus" in criterion else name
 
 
+def seed_outcomes(finding: Finding, setting: Setting) -> list[tuple[float | None, bool]]:
+    """(criterion value, succeeds) of each seed of `setting`."""
+    found = []
+    for run in setting.runs:
+        value = criterion_value(finding.criterion, Setting(setting.experiment, [run]))
+        found.append((value, value is not None and meets(finding.criterion, value)))
+    return found
+
+
 def _outcome(finding: Finding, entry: Entry, setting: Setting) -> str:
-    value = criterion_value(finding.criterion, setting, entry.statistic)
-    return f"{'succeeds' if meets(finding.criterion, value) else 'fails'} ({fmt(entry, value)})"
+    seeds = seed_outcomes(finding, setting)
+    wins = sum(ok for _, ok in seeds)
+    values = ", ".join(fmt(entry, v) for v, _ in seeds)
+    if len(seeds) == 1:
+        return f"{'succeeds' if wins else 'fails'} ({values})"
+    outcome = "succeed" if wins == len(seeds) else "fail" if not wins else "split"
+    return f"{wins} of {len(seeds)} seeds succeed: {outcome} ({values})"
 
 
 def _rate(finding: Finding, entry: Entry, setting: Setting) -> str:
-    if finding.kind == "outcome":
-        value = criterion_value(finding.criterion, setting, entry.statistic)
-        return (
-            REPRODUCED
-            if ("succeeds" if meets(finding.criterion, value) else "fails") == finding.expect
-            else (NOT_REPRODUCED)
-        )
-    return judge_value(entry, setting.value(f"test.{entry.metric}", entry.statistic))
+    return _rated(finding, entry, setting)[0]
+
+
+def _rated(finding: Finding, entry: Entry, setting: Setting) -> tuple[str, str]:
+    """(verdict, why) of one setting: an outcome is judged seed by seed (a split is inconclusive) and capped by the
+    seed rule; a value is judged on its mean (statistic)."""
+    if finding.kind != "outcome":
+        return judge_value(entry, setting.value(f"test.{entry.metric}", entry.statistic)), ""
+    seeds = seed_outcomes(finding, setting)
+    wins = sum(ok for _, ok in seeds)
+    if 0 < wins < len(seeds):
+        return INCONCLUSIVE, f"{SPLIT_SEEDS} ({wins} of {len(seeds)} succeed)"
+    verdict = REPRODUCED if ("succeeds" if wins else "fails") == finding.expect else NOT_REPRODUCED
+    return seed_cap(verdict, len(seeds))
 
 
 def assess(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) -> Assessment:
     """The verdict on one finding (see the module docstring)."""
     if finding.kind in ("contrast", "parity"):
-        return _assess_contrast(finding, numbers, records)
+        from .contrasts import assess_contrast
+
+        return assess_contrast(finding, numbers, records)
     result = Assessment(finding, NOT_RUN, "no run measures it")
-    verdicts, reasons, groups = [], [], {}
+    verdicts, reasons, whys, groups = [], [], [], {}
     for entry_id in finding.entries:  # numbers of one model (same task and match) share one selected setting
         entry = numbers.entries[entry_id]
         groups.setdefault((entry.task, repr(sorted(entry.match.items()))), []).append(entry)
@@ -239,27 +307,37 @@ def assess(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) ->
         kept, aside = _candidates(finding, lead, records)
         for s in aside:
             result.others.append((s.where, ours_text(lead, s), f"{DID_NOT_TRAIN} (control: {control_text(finding)})"))
+        kept, late = within_budget(kept)
+        for s in late:
+            result.others.append((s.where, ours_text(lead, s), f"{OVER_BUDGET}: a run within the budget counts"))
         metric = finding.criterion["metric"] if finding.kind == "outcome" else lead.metric
         better = ("higher" if "at_least" in finding.criterion else "lower") if finding.kind == "outcome" else None
         pick = select(lead, kept, metric, better)
         if pick.setting is None and not pick.candidates:
             verdicts.append(INCONCLUSIVE if aside else NOT_RUN)
             reasons.append(f"{lead.row}: {DID_NOT_TRAIN}" if aside else f"{lead.row}: not run")
+            whys.append(DID_NOT_TRAIN if aside else "")
             continue
         chosen = [pick.setting] if pick.setting else pick.candidates
+        result.seeds[lead.row] = min(s.seeds for s in chosen)
         for entry in entries:
-            rated = {_rate(finding, entry, s) for s in chosen}
-            verdict = rated.pop() if len(rated) == 1 else INCONCLUSIVE
+            rated = {_rated(finding, entry, s) for s in chosen}
+            verdict, why = rated.pop() if len(rated) == 1 else (INCONCLUSIVE, NOT_SELECTED)
             if pick.setting is None:
                 split = Counter(_rate(finding, entry, s) for s in chosen)
-                agreement = "agree" if verdict != INCONCLUSIVE else "disagree: not selected"
+                agreement = "agree" if verdict != INCONCLUSIVE or why != NOT_SELECTED else "disagree: not selected"
                 how = f"{len(chosen)} settings without validation numbers {agreement}"
-                if verdict == INCONCLUSIVE:
+                if why == NOT_SELECTED:
                     parts = ", ".join(f"{n} {v}" for v, n in sorted(split.items()))
                     reasons.append(f"{entry.label}: {len(chosen)} settings without validation numbers disagree "
                                    f"({parts}): not selected")  # fmt: skip
             else:
                 how = f"{pick.setting.where}: {pick.how}"
+            if verdict == INCONCLUSIVE and why != NOT_SELECTED:
+                reasons.append(f"{entry.label}: {why}")
+            if all(s.over_budget for s in chosen) and verdict != INCONCLUSIVE:
+                verdict, why = INCONCLUSIVE, OVER_BUDGET
+                reasons.append(f"{entry.label}: {OVER_BUDGET} (only runs over {CPU_BUDGET_MINUTES} CPU minutes)")
             ours = ours_text(entry, pick.setting) if pick.setting else _range(entry, chosen)
             if finding.kind == "outcome":
                 ours = _outcome(finding, entry, pick.setting) if pick.setting else ours
@@ -268,8 +346,9 @@ def assess(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) ->
             same = {s.value(f"test.{entry.metric}", entry.statistic) for s in chosen}
             shown = pick.setting or (chosen[0] if len(same) == 1 else None)  # settings that all measured one value
             result.lines.append(Line(entry.label, paper_text(entry), ours, tolerance_text(entry), verdict, how,
-                                     _pair(entry, shown)))  # fmt: skip
+                                     _pair(entry, shown), seeds=result.seeds[lead.row]))  # fmt: skip
             verdicts.append(verdict)
+            whys.append(why)
         kept_values = {ours_text(lead, s) for s in chosen}
         for s in pick.superseded:  # listed where it would have told another story
             if ours_text(lead, s) not in kept_values:
@@ -284,7 +363,7 @@ def assess(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) ->
                 if s is not pick.setting:
                     result.others.append((s.where, ours_text(lead, s), "not selected"))
         result.scaled += [n for s in chosen for n in s.scale(lead) if n not in result.scaled]
-    return _conclude(result, verdicts, reasons)
+    return _conclude(result, verdicts, reasons, whys)
 
 
 def _edge(entry: Entry, setting: Setting) -> bool:
@@ -306,20 +385,29 @@ def _pair(entry: Entry, setting: Setting | None) -> tuple:
     return (entry.value, setting.value(f"test.{entry.metric}", entry.statistic))
 
 
-def _conclude(result: Assessment, verdicts: list[str], reasons: list[str]) -> Assessment:
+def _conclude(result: Assessment, verdicts: list[str], reasons: list[str], whys: list[str]) -> Assessment:
     measured = [v for v in verdicts if v != NOT_RUN]
     if not measured:
         result.verdict, result.reason = NOT_RUN, "no run measures it"
     elif INCONCLUSIVE in measured:
         result.verdict = INCONCLUSIVE
         result.reason = "; ".join(reasons)
+        result.why = next((w for w in WHY if any(why.startswith(w) for why in whys)), "")
     else:
         result.verdict = combine(measured)
         missing = len(verdicts) - len(measured)
         result.reason = _reason(result) + (f"; {missing} of {len(verdicts)} numbers not measured" if missing else "")
         if missing and result.verdict in (REPRODUCED, DIRECTION_ONLY):  # what was measured agrees, the rest is unknown
             result.verdict, result.reason = INCONCLUSIVE, f"{PARTLY_MEASURED}: {result.reason}"
-    if result.verdict == INCONCLUSIVE and any(DID_NOT_TRAIN in r for r in reasons):
+            result.why = PARTLY_MEASURED
+        elif result.verdict == DIRECTION_ONLY and any(w.endswith(("seed", "seeds")) for w in whys):
+            fewest = min(result.seeds.values())
+            result.why = f"{fewest} seed{'s' * (fewest != 1)}"
+            result.reason += f"; capped at direction only: {fewest} seed{'s' * (fewest != 1)}, {MIN_SEEDS} needed"
+    if result.finding.kind == "value" and result.verdict != NOT_RUN and 1 in result.seeds.values():
+        one = [model for model, n in result.seeds.items() if n == 1]
+        result.reason += f" (one seed: {', '.join(one)})"
+    if result.verdict == INCONCLUSIVE and any(DID_NOT_TRAIN in r for r in reasons) and result.why == DID_NOT_TRAIN:
         result.reason = f"{DID_NOT_TRAIN}: no run meets the control ({control_text(result.finding)})"
     return result
 
@@ -338,97 +426,3 @@ def _reason(result: Assessment) -> str:
         return "off by more than the tolerance, on the paper's side of the reference level"
     off = [line.label for line in result.lines if line.verdict != REPRODUCED]
     return "outside the tolerance: " + ", ".join(off)
-
-
-def _assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) -> Assessment:
-    """A contrast (`better` wins by more than the tolerance) or a parity (neither side does), pairing runs of one
-    experiment; both sides' runs must meet the control, which for a parity is that either model learned in that
-    experiment (two models that learned nothing tie; one that learned beside one that did not is a gap)."""
-    judge = judge_parity if finding.kind == "parity" else judge_gap
-    result = Assessment(finding, NOT_RUN, "no experiment measures both sides")
-    by_experiment: dict[str, list[tuple]] = {}
-    for better_id, worse_id in finding.pairs:
-        better, worse = numbers.entries[better_id], numbers.entries[worse_id]
-        sides = [settings_of(records, e.task, e.match) for e in (better, worse)]
-        sides = [
-            [s for s in side if s.value(f"test.{e.metric}") is not None] for side, e in zip(sides, (better, worse))
-        ]
-        for experiment in sorted({s.experiment for s in sides[0]} & {s.experiment for s in sides[1]}):
-            picks = [select(e, [s for s in side if s.experiment == experiment])
-                     for side, e in zip(sides, (better, worse))]  # fmt: skip
-            by_experiment.setdefault(experiment, []).append((better, worse, *picks))
-    outcomes = {}
-    for experiment, pairs in by_experiment.items():
-        rated, lines, aside = [], [], 0
-        for better, worse, pick_b, pick_w in pairs:
-            options = [(b, w) for b in _options(pick_b) for w in _options(pick_w)]
-            trained = [  # both sides: a model that did not learn in range shows neither a win nor a loss beyond it
-                (b, w)
-                for b, w in options
-                if passes_control(finding, w, records, worse.task) and passes_control(finding, b, records, better.task)
-            ]
-            label = (  # name what differs: the models of one table row, or the rows of one model
-                f"{better.column} vs {worse.column} ({better.row})"
-                if better.row == worse.row
-                else f"{better.row} vs {worse.row} ({better.column})"
-            )
-            if not trained:
-                aside += 1
-                result.others.append((f"`{experiment}`", label, f"{DID_NOT_TRAIN} (control: {control_text(finding)})"))
-                continue
-            verdicts = {judge(better, worse, b.value(f"test.{better.metric}", better.statistic),
-                                  w.value(f"test.{worse.metric}", worse.statistic)) for b, w in trained}  # fmt: skip
-            verdict = verdicts.pop() if len(verdicts) == 1 else INCONCLUSIVE
-            b, w = trained[0]
-            one = len(trained) == 1
-            ours = f"{ours_text(better, b)} vs {ours_text(worse, w)}" if one else f"{len(trained)} setting pairs"
-            how = f"`{experiment}`" + ("" if one else f", {len(trained)} pairs of settings without validation numbers")
-            lines.append(Line(label, f"{paper_text(better)} vs {paper_text(worse)}", ours, tolerance_text(better),
-                              verdict, how))  # fmt: skip
-            rated.append(verdict)
-            scale = [n for s in (b, w) for n in s.scale(better)]
-            result.scaled += [n for n in scale if n not in result.scaled]
-            result.evidence += [s for s in (b, w) if s not in result.evidence]
-        if rated:
-            outcomes[experiment] = (INCONCLUSIVE if INCONCLUSIVE in rated else combine(rated), lines, aside)
-        else:
-            outcomes.setdefault(experiment, (DID_NOT_TRAIN, [], aside))
-    evidence = {e: o for e, o in outcomes.items() if o[0] != DID_NOT_TRAIN}
-    if not outcomes:
-        entries = [numbers.entries[e] for e in finding.entries]
-        measured = [
-            e
-            for e in entries
-            if any(s.value(f"test.{e.metric}") is not None for s in settings_of(records, e.task, e.match))
-        ]
-        if measured:
-            result.reason += " (measured alone: " + ", ".join(e.label for e in measured) + ")"
-        return result
-    if not evidence:
-        result.verdict, result.reason = (
-            INCONCLUSIVE,
-            f"{DID_NOT_TRAIN}: no run meets the control ({control_text(finding)})",
-        )
-        return result
-    for _, lines, _ in evidence.values():
-        result.lines += lines
-    kinds = {o[0] for o in evidence.values()}
-    if len(kinds) > 1:
-        result.verdict = INCONCLUSIVE
-        result.reason = "experiments disagree: " + "; ".join(f"`{e}` {o[0]}" for e, o in evidence.items())
-    else:
-        result.verdict = kinds.pop()
-        where = ", ".join(f"`{e}`" for e in evidence)
-        outcome = {REPRODUCED: "wins by the paper's margin", DIRECTION_ONLY: "wins, by another margin",
-                   NOT_REPRODUCED: "no clear win", INCONCLUSIVE: "settings without validation numbers disagree"}
-        if finding.kind == "parity":
-            outcome |= {REPRODUCED: "on par within the tolerance", NOT_REPRODUCED: "apart by more than the tolerance"}
-        result.reason = outcome[result.verdict] + f" in {where}"  # fmt: skip
-    aside = sum(o[2] for o in outcomes.values())
-    if aside:
-        result.reason += f"; {aside} pair{'s' * (aside != 1)} set aside: {DID_NOT_TRAIN}"
-    return result
-
-
-def _options(pick: Pick) -> list[Setting]:
-    return [pick.setting] if pick.setting else pick.candidates

@@ -184,6 +184,27 @@ def shape_problem(metrics) -> str | None:
     return None
 
 
+CPU_BUDGET_MINUTES = 30
+"""The project's budget for one CPU experiment run: about 30 minutes on a 2-core machine (the contributor rules;
+issue 27's "≤ 30 CPU minutes per run")."""
+
+
+def budget_minutes(record: RunRecord) -> float | None:
+    """Minutes the run needs on its own cores: `train.cpu_time_s` over its threads (at most the machine's 2), so a
+    one-thread run that shared the machine counts its CPU time and a two-thread run its time on both cores. `None`
+    where the run recorded no CPU time."""
+    cpu = record.metrics.get("train", {}).get("cpu_time_s")
+    if not isinstance(cpu, (int, float)):
+        return None
+    threads = record.metrics.get("run_config", {}).get("threads")
+    return cpu / 60 / min(max(threads if isinstance(threads, int) else 1, 1), 2)
+
+
+def is_over_budget(record: RunRecord) -> bool:
+    """Whether the run's :func:`budget_minutes` exceed :data:`CPU_BUDGET_MINUTES` (an untimed run is not)."""
+    return (budget_minutes(record) or 0) > CPU_BUDGET_MINUTES
+
+
 @dataclass
 class Setting:
     """The runs of one setting (its seeds), in one experiment."""
@@ -210,6 +231,15 @@ class Setting:
         if found is None:
             return None
         return max(found) if statistic == "max" else statistics.fmean(found)
+
+    @property
+    def seeds(self) -> int:
+        return len(self.runs)
+
+    @property
+    def over_budget(self) -> bool:
+        """Whether any of its runs needed more than the CPU budget (:func:`is_over_budget`)."""
+        return any(map(is_over_budget, self.runs))
 
     def spread(self, path: str) -> float | None:
         found = self.values(path)

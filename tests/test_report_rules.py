@@ -1,0 +1,234 @@
+"""The report's referee rules on fabricated run folders: seeds per side, separation of the seeds, split outcomes,
+complete contrasts, criteria that can fail, one evidence pool (controls and the CPU budget) and findings.json; and
+Welch's test against scipy's own."""
+
+import json
+import math
+import statistics
+
+import pytest
+import yaml
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from scipy import stats
+from test_report import FINDINGS, NUMBERS, copy_run, p5_pair, rate, write_run
+
+from hf_icl.report import assess, build_report, find_runs, load_paper_numbers
+from hf_icl.report.build import number_lines
+from hf_icl.report.papers import PAPER_NUMBERS
+from hf_icl.report.separation import welch
+
+
+def rate_runs(finding_id, folder):
+    return assess(FINDINGS[finding_id], NUMBERS, find_runs([folder]))
+
+
+def test_overlapping_seeds_are_not_a_win(tmp_path):
+    """P5 decision trees as committed: the Transformer 0.434 ± 0.072 against Mamba 0.570 ± 0.147. The mean gap
+    passes the tolerance, the seeds do not separate: not ✔."""
+    p5_pair(tmp_path / "overlap", "decision_tree", 0.434, 0.570, knn=1.5, spread=0.0)
+    for name, errors in (("transformer", [0.416, 0.513, 0.372]), ("mamba", [0.655, 0.655, 0.399])):
+        for seed, error in enumerate(errors):  # the committed seeds' spread
+            file = tmp_path / "overlap" / f"{name}-s{seed}" / "metrics.json"
+            metrics = json.loads(file.read_text())
+            metrics["test"]["model"]["error_final"] = error
+            file.write_text(json.dumps(metrics))
+    result = assess(FINDINGS["p5-decision-tree"], NUMBERS, find_runs([tmp_path / "overlap"]))
+    assert result.verdict == "inconclusive" and result.why == "not separated", result.reason
+    line = result.lines[0]
+    assert "Welch t = " in line.where and "one-sided p = " in line.where and line.separation.p_value > 0.05
+    separated = p5_pair(tmp_path / "apart", "decision_tree", 0.30, 0.60, knn=1.5, spread=0.01)
+    result = assess(FINDINGS["p5-decision-tree"], NUMBERS, separated)
+    assert result.verdict in ("reproduced", "direction only") and not result.why, result.reason
+    assert result.lines[0].separation.p_value < 0.05
+
+
+def test_one_seed_contrasts_are_capped(tmp_path):
+    """One seed a side: a win the paper's way is direction only (1 seed), a loss is too few seeds, never ✔ or ✘."""
+    win = assess(FINDINGS["p5-decision-tree"], NUMBERS, p5_pair(tmp_path / "w", "decision_tree", 0.3, 0.6, seeds=1))
+    assert win.verdict == "direction only" and win.why == "1 seed" and "capped" in win.reason
+    loss = assess(FINDINGS["p5-decision-tree"], NUMBERS, p5_pair(tmp_path / "l", "decision_tree", 0.6, 0.3, seeds=1))
+    assert loss.verdict == "inconclusive" and loss.why == "too few seeds"
+    two = assess(FINDINGS["p5-decision-tree"], NUMBERS, p5_pair(tmp_path / "t", "decision_tree", 0.3, 0.6, seeds=2))
+    assert two.verdict == "direction only" and two.why == "2 seeds" and two.seeds == {"Transformer": 2, "Mamba": 2}
+
+
+def test_a_parity_needs_its_interval_inside_the_tolerance(tmp_path):
+    finding = FINDINGS["p5-relu-2nn-parity"]  # tolerance 0.05 on error_final
+    close = assess(finding, NUMBERS, p5_pair(tmp_path / "close", "relu_2nn_regression", 0.30, 0.31, spread=0.005))
+    assert close.verdict == "reproduced", close.reason
+    noisy = assess(finding, NUMBERS, p5_pair(tmp_path / "noisy", "relu_2nn_regression", 0.30, 0.31, spread=0.08))
+    assert noisy.verdict == "inconclusive" and noisy.why == "not separated", noisy.reason
+
+
+def test_a_split_outcome_is_split_seeds_not_a_mean(tmp_path):
+    """MambaFormer's sparse parity as committed (0.983, 0.989, 0.594): 2 of 3 seeds succeed."""
+    for seed, accuracy in enumerate([0.99, 0.99, 0.99]):
+        write_run(tmp_path / "sp" / f"mamba-s{seed}", "sparse_parity", "mamba", {"accuracy_final": accuracy}, seed=seed)
+    for seed, accuracy in enumerate([0.983, 0.989, 0.594]):
+        write_run(tmp_path / "sp" / f"mambaformer-s{seed}", "sparse_parity", "mambaformer",
+                  {"accuracy_final": accuracy}, seed=seed)  # fmt: skip
+    result = rate_runs("p5-sparse-parity-mamba", tmp_path)
+    assert result.verdict == "inconclusive" and result.why == "split seeds", result.reason
+    assert "split seeds (2 of 3 succeed)" in result.reason
+    assert "2 of 3 seeds succeed: split (0.983, 0.989, 0.594)" in [line.ours for line in result.lines]
+
+
+def test_a_contrast_with_a_missing_pair_is_partly_measured(tmp_path):
+    """P4 "Hard-ALiBi ≫ NoPE/RoPE ≫ Mamba/LSTM" on Hard-ALiBi against RoPE alone."""
+    alibi = {"position_embedding": "hard_alibi", "num_attention_heads": 8, "num_masked_heads": 4}
+    copy_run(tmp_path / "copy" / "alibi", "transformer", 0.99, 0.95, overrides=alibi, seeds=3, spread=0.01)
+    copy_run(tmp_path / "copy" / "rope", "transformer", 0.99, 0.10, overrides={"position_embedding": "rope"},
+             seeds=3, spread=0.01)  # fmt: skip
+    result = rate("p4-hard-alibi-beats", tmp_path)
+    assert result.verdict == "inconclusive" and result.why == "partly measured", result.reason
+    assert result.reason.startswith("partly measured (1 of 4 pairs): missing ")
+    assert "NoPE" in result.reason and "Mamba" in result.reason and "LSTM" in result.reason
+    assert [pair["measured"] for pair in result.pairs] == [False, True, False, False]
+
+
+def _numbers_with(tmp_path, finding_id, criterion):
+    data = yaml.safe_load(PAPER_NUMBERS.read_text(encoding="utf-8"))
+    for item in data["findings"]:
+        if item["id"] == finding_id:
+            item["criterion"] = criterion
+    path = tmp_path / "numbers.yaml"
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return load_paper_numbers(path)
+
+
+def test_a_criterion_the_zero_predictor_passes_is_refused(tmp_path):
+    """The old many-outlier criterion, "below least squares on all pairs" (4.218), is met by predicting 0 (≈ 0.96):
+    the report refuses to build; the shipped criterion (at most 0.5) is not, and builds."""
+    facts = {"n_dims": 5, "n_points": 64, "options": {"p": 0.85}}
+    for architecture in ("mamba", "mambaformer"):
+        write_run(tmp_path / "runs" / "mo" / architecture, "many_outlier_regression", architecture,
+                  {"error_final": 0.38}, test={"baselines": {"least_squares": {"error_final": 4.218}}},
+                  task_facts=facts, seeds=3, spread=0.01)  # fmt: skip
+    vacuous = {"metric": "model.error_final", "minus": "baselines.least_squares.error_final", "at_most": 0.0}
+    numbers = _numbers_with(tmp_path, "p5-table1-outliers-learns", vacuous)
+    with pytest.raises(ValueError, match="met by the zero predictor .* it cannot fail"):
+        build_report([tmp_path / "runs"], tmp_path / "report", "cmd", numbers=numbers, draw=False)
+    assert not (tmp_path / "report" / "REPORT.md").exists()
+    build_report([tmp_path / "runs"], tmp_path / "report", "cmd", draw=False)
+    rated = json.loads((tmp_path / "report" / "findings.json").read_text())
+    assert {o["id"]: o["verdict"] for o in rated}["p5-table1-outliers-learns"] == "inconclusive"  # partly measured
+
+
+def p2_parity(folder, in_range, test, steps, seeds=3):
+    model = {"accuracy": test, "accuracy_in_train_range": in_range}
+    write_run(folder, "parity_check", "regular_gpt", model, steps=steps, options={"train_max_length": 12},
+              validation={"accuracy_in_train_range": in_range}, overrides={"dilated_attention_chunk_size": 2},
+              seeds=seeds, spread=0.001)  # fmt: skip
+
+
+def test_an_untrained_run_never_defines_a_number(tmp_path):
+    """A longer RegularGPT parity run that never fitted parity in range (0.485) does not supersede the trained ones."""
+    p2_parity(tmp_path / "revisits" / "regular_gpt", in_range=0.485, test=0.50, steps=6000, seeds=1)
+    p2_parity(tmp_path / "table" / "regular_gpt", in_range=1.0, test=0.99, steps=4000)
+    records = find_runs([tmp_path])
+    line = number_lines(NUMBERS, [], records)["p2_table1/parity_check/regular_gpt_c2_avg"]
+    assert line.ours.startswith("0.990") and "`table`" in line.where
+
+
+def test_a_run_over_the_budget_is_shown_but_never_the_evidence_alone(tmp_path):
+    def mamba(name, accuracy, cpu_minutes, steps):
+        write_run(tmp_path / name / "mamba", "regbench", "mamba", {"accuracy": accuracy, "tvd": 0.37}, steps=steps,
+                  train={"steps": steps, "cpu_time_s": cpu_minutes * 60, "history": []},
+                  run_config={"threads": 1, "n_train": 2500})  # fmt: skip
+
+    mamba("long", 0.845, cpu_minutes=45, steps=3000)
+    result = rate("p1-mamba", tmp_path)
+    assert result.verdict == "inconclusive" and result.why == "over budget", result.reason
+    mamba("short", 0.70, cpu_minutes=20, steps=1000)
+    result = rate("p1-mamba", tmp_path)
+    assert result.lines[0].ours == "0.700" and "`short`" in result.lines[0].where
+    assert any("over budget" in why for _, _, why in result.others)
+
+
+def test_findings_json_holds_seeds_pairs_and_separation(tmp_path):
+    for architecture, tvd in (("transformer", 0.22), ("mamba", 0.37), ("retnet", 0.39), ("lstm", 0.56),
+                              ("hyena", 0.49)):  # fmt: skip
+        write_run(tmp_path / "runs" / "zoo" / architecture, "regbench", architecture, {"accuracy": 0.9, "tvd": tvd},
+                  run_config={"n_train": 2500}, seeds=3, spread=0.005)  # fmt: skip
+    build_report([tmp_path / "runs"], tmp_path / "report", "cmd", draw=False)
+    rated = {o["id"]: o for o in json.loads((tmp_path / "report" / "findings.json").read_text())}
+    assert len(rated) == len(NUMBERS.findings)
+    contrast = rated["p1-transformer-beats-recurrent"]
+    assert contrast["kind"] == "contrast" and contrast["seeds"] == {"Transformer": 3, "Mamba": 3, "RetNet": 3,
+                                                                    "LSTM": 3, "Hyena": 3}  # fmt: skip
+    assert [p["measured"] for p in contrast["pairs"]] == [True] * 4
+    assert contrast["separation"]["method"] == "Welch t-test" and contrast["separation"]["p_value"] < 0.05
+    assert contrast["runs"] and all(run.startswith("../runs/zoo/") for run in contrast["runs"])
+    assert rated["p5-vector-mqar-table3"]["verdict"] == "not_run"
+    summary = (tmp_path / "report" / "REPORT.md").read_text()
+    counts = {v: sum(o["verdict"] == v for o in rated.values()) for v in ("reproduced", "not_run")}
+    assert f"{len(rated)} findings ([findings.json](findings.json)): {counts['reproduced']} ✔ reproduced" in summary
+
+
+def test_the_committed_findings_never_sign_on_too_few_seeds_or_a_missing_pair():
+    from test_report import ROOT
+
+    for o in json.loads((ROOT / "docs" / "results" / "findings.json").read_text(encoding="utf-8")):
+        if o["kind"] == "value" or o["verdict"] not in ("reproduced", "not_reproduced"):
+            continue
+        assert min(o["seeds"].values()) >= 3, o["id"]
+        assert all(pair["measured"] for pair in o["pairs"]), o["id"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(-5, 5, allow_nan=False), min_size=2, max_size=6),
+    st.lists(st.floats(-5, 5, allow_nan=False), min_size=2, max_size=6),
+)
+def test_welch_matches_scipy(first, second):
+    assume(min(statistics.variance(first), statistics.variance(second)) > 1e-6)  # no underflowing spread
+    ours = welch(first, second)
+    theirs = stats.ttest_ind(first, second, equal_var=False, alternative="greater")
+    assert ours.statistic == pytest.approx(theirs.statistic, rel=1e-6, abs=1e-9)
+    assert ours.p_value == pytest.approx(theirs.pvalue, rel=1e-6, abs=1e-9)
+
+
+def test_welch_by_hand():
+    """[1, 2, 3] against [0, 1, 2]: gap 1, se √(2/3), t = 1.2247 on 4 degrees of freedom, one-sided p = 0.1439."""
+    result = welch([1, 2, 3], [0, 1, 2])
+    assert result.gap == 1 and result.statistic == pytest.approx(1 / math.sqrt(2 / 3))
+    assert result.p_value == pytest.approx(0.1439, abs=1e-4)
+    assert result.interval[0] == pytest.approx(1 - 2.1318 * math.sqrt(2 / 3), abs=1e-3)  # t_0.95(4) = 2.1318
+    no_spread = welch([1, 1, 1], [0, 0, 0])
+    assert no_spread.p_value == 0 and math.isinf(no_spread.statistic)
+
+
+def test_check_names_a_changed_or_invented_readme_number(tmp_path):
+    from hf_icl.report.check import prose_problems
+    from test_report import ROOT
+
+    readme = tmp_path / "README.md"
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert not prose_problems(ROOT / "README.md", ROOT / "docs" / "results")
+    readme.write_text(text.replace("0.9453", "0.9454", 1), encoding="utf-8")
+    problems = prose_problems(readme, ROOT / "docs" / "results")
+    assert any("README.md:" in p and "0.9454 is cited in no committed file" in p for p in problems), problems
+    readme.write_text(text + "\nThe model reaches 0.777 on a task.\n", encoding="utf-8")
+    assert any("0.777 is cited in no committed file" in p for p in prose_problems(readme, ROOT / "docs" / "results"))
+
+
+def test_check_fails_on_a_changed_metrics_file_a_finding_uses(tmp_path, monkeypatch, capsys):
+    from hf_icl.report import main as report_main
+
+    results = tmp_path / "results"
+    for architecture, error in (("transformer", 0.30), ("mamba", 0.60)):
+        write_run(results / "dt" / architecture, "decision_tree", architecture, {"error_final": error}, seeds=3,
+                  spread=0.01, test={"baselines": {"3_nearest_neighbors": {"error_final": 1.0}}})  # fmt: skip
+    build_report([results], results, "python -m hf_icl.report results --output results", draw=False)
+    monkeypatch.chdir(tmp_path)  # no README.md here: the check reads the report folder alone
+    assert report_main(["results", "--check"]) == {"problems": 0}
+    file = results / "dt" / "mamba-s1" / "metrics.json"
+    metrics = json.loads(file.read_text())
+    metrics["test"]["model"]["error_final"] = 0.2  # a seed of the losing side now wins
+    file.write_text(json.dumps(metrics))
+    with pytest.raises(SystemExit) as stop:
+        report_main(["results", "--check"])
+    assert stop.value.code == 1
+    err = capsys.readouterr().err
+    assert "results/P5.md: line" in err and "results/findings.json" in err
