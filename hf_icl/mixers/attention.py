@@ -70,6 +70,9 @@ class CausalSelfAttention(FusedQKVMixer):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    reads_shared_fields = ("num_attention_heads", "attention_dropout", "rope_theta")  # of MIXER_ONLY_FIELDS
+    position_schemes = ("rope", "alibi", "hard_alibi")  # relative position_embedding values it applies
+
     recurrent = False  # the cache keeps every key and value: O(T) per decoded token
     returns_attention_maps = True  # softmax attention: rows of A are distributions over keys
 

@@ -48,6 +48,8 @@ class BasedLinearAttention(nn.Module):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    reads_shared_fields = ("num_attention_heads",)  # ICLConfig.MIXER_ONLY_FIELDS it reads
+
     recurrent = True  # numerator and denominator states
     returns_attention_maps = False  # normalised, but not softmax: the exact map comes from `mixing_map`
     mixing_maps = True

@@ -61,6 +61,8 @@ class SlidingDilatedAttention(FusedQKVMixer):
         layer_idx (`int`): index of the shared block this mixer belongs to.
     """
 
+    reads_shared_fields = ("num_attention_heads",)  # ICLConfig.MIXER_ONLY_FIELDS it reads
+
     recurrent = False  # every application keeps its keys and values
     returns_attention_maps = True  # softmax over the C dilated keys
 

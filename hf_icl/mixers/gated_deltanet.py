@@ -29,5 +29,7 @@ class GatedDeltaNet(DeltaRuleMixer):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    reads_shared_fields = ("num_attention_heads",)  # ICLConfig.MIXER_ONLY_FIELDS it reads
+
     def __init__(self, config, layer_idx: int):
         super().__init__(config, layer_idx, gated=True)

@@ -36,6 +36,8 @@ class GatedLinearAttention(GatedLinearRecurrenceMixer):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    reads_shared_fields = ("num_attention_heads",)  # ICLConfig.MIXER_ONLY_FIELDS it reads
+
     def __init__(self, config, layer_idx: int):
         width, rank = config.hidden_size, config.gate_low_rank
         super().__init__(config, layer_idx, key_width=width // 2, value_width=width, gate_bias=True)

@@ -47,6 +47,8 @@ class H3Mixer(nn.Module):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    reads_shared_fields = ("num_attention_heads",)  # ICLConfig.MIXER_ONLY_FIELDS it reads
+
     recurrent = True  # shift window + diagonal SSM state
     returns_attention_maps = False
     mixing_maps = True  # per head: (q_t · k̃_j) (K_h[t − j] + D_h δ_tj), a Toeplitz kernel times gates

@@ -32,6 +32,8 @@ class LinearAttention(FusedQKVMixer):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    reads_shared_fields = ("num_attention_heads",)  # ICLConfig.MIXER_ONLY_FIELDS it reads
+
     recurrent = True  # decoding updates the fixed-size S
     returns_attention_maps = False  # scores are not normalised: the exact map comes from `mixing_map`
     mixing_maps = True

@@ -11,6 +11,8 @@ skeleton builds a layer's mixer with `MIXERS[name](config, layer_idx)`. Nothing 
         returns_attention_maps = False   # softmax maps for `output_attentions` / the analysis tools
         mixing_maps = False              # exact linear maps: `mixing_map(hidden_states, mask) -> ops.MixingMap`
         continuous_inputs = True         # works on `inputs_embeds` alone (False if it reads `input_ids`)
+        reads_shared_fields = ("num_attention_heads",)  # mixer-only shared fields it reads (`ICLConfig`)
+        position_schemes = ("rope",)     # relative `position_embedding` values it applies
 
         def __init__(self, config, layer_idx): ...
         def forward(self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None,
@@ -111,6 +113,10 @@ class MixerSpec:
             (`mixing_map(hidden_states, mask)`, see `ops.mixing_maps`); defaults to False when not declared.
         continuous_inputs: it works on `inputs_embeds` alone (no `input_ids`).
         check_config: `config -> None`, the mixer's checks across fields (its class's `check_config`), or `None`.
+        reads_shared_fields: the shared config fields only some mixers read (`ICLConfig.MIXER_ONLY_FIELDS`, e.g.
+            `num_attention_heads`) that this one reads (its class's `reads_shared_fields`).
+        position_schemes: the relative `position_embedding` values it applies (`rope`, `alibi`, ...; its class's
+            `position_schemes`); the skeleton itself applies `learned` and `nope`.
     """
 
     name: str
@@ -121,6 +127,8 @@ class MixerSpec:
     continuous_inputs: bool
     mixing_maps: bool = False
     check_config: Callable[[Any], None] | None = None
+    reads_shared_fields: frozenset[str] = frozenset()
+    position_schemes: tuple[str, ...] = ()
 
 
 MIXERS: dict[str, type] = {}
@@ -167,6 +175,8 @@ def register_mixer(name: str, mixer_class: type | None = None, *, config_fields:
             continuous_inputs=bool(getattr(cls, "continuous_inputs", True)),
             check_config=getattr(cls, "check_config", None),
             mixing_maps=bool(getattr(cls, "mixing_maps", False)),
+            reads_shared_fields=frozenset(getattr(cls, "reads_shared_fields", ())),
+            position_schemes=tuple(getattr(cls, "position_schemes", ())),
         )
         if _SPECS[name].mixing_maps and not hasattr(cls, "mixing_map"):
             raise ValueError(f"mixer {name!r} ({cls.__qualname__}) declares mixing_maps but has no mixing_map method")

@@ -40,6 +40,9 @@ class MultiScaleRetention(GatedLinearRecurrenceMixer):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    reads_shared_fields = ("num_attention_heads", "rope_theta")  # ICLConfig.MIXER_ONLY_FIELDS it reads
+    position_schemes = ("rope",)  # relative position_embedding values it applies
+
     def __init__(self, config, layer_idx: int):
         width = config.hidden_size
         super().__init__(config, layer_idx, key_width=width, value_width=2 * width, gate_bias=config.use_bias)

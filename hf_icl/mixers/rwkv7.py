@@ -66,6 +66,8 @@ class RWKV7TimeMix(nn.Module):
         layer_idx (`int`): index of the layer (its cache slot; the init depends on depth).
     """
 
+    reads_shared_fields = ("num_attention_heads",)  # ICLConfig.MIXER_ONLY_FIELDS it reads
+
     recurrent = True  # last input + S
     returns_attention_maps = False
     mixing_maps = True

@@ -34,6 +34,9 @@ class SlidingWindowAttention(FusedQKVMixer):
         layer_idx (`int`): index of the layer, used to find this layer's state in the cache.
     """
 
+    reads_shared_fields = ("num_attention_heads", "rope_theta")  # ICLConfig.MIXER_ONLY_FIELDS it reads
+    position_schemes = ("rope",)  # relative position_embedding values it applies
+
     recurrent = True  # the cache keeps W − 1 keys and values: fixed size, O(W) per token
     returns_attention_maps = True  # softmax attention
 

@@ -19,6 +19,13 @@ from .remote_code import save_pretrained_with_code
 FFN_TYPES = ("mlp", "glu", "none")
 NORM_TYPES = ("layernorm", "rmsnorm")
 POSITION_EMBEDDINGS = ("learned", "rope", "alibi", "hard_alibi", "nope")
+SKELETON_POSITIONS = ("learned", "nope")
+"""The `position_embedding` values the skeleton applies itself (absolute learned positions, or none); the relative
+ones are applied by the mixers that declare them (`position_schemes`)."""
+MIXER_ONLY_FIELDS = ("num_attention_heads", "attention_dropout", "rope_theta")
+"""Shared fields the skeleton never reads: only the mixers that list them in `reads_shared_fields` do. Every other
+shared field is read by the skeleton of every architecture; an override of one of these that no mixer of the
+config reads is refused (:func:`unread_override`)."""
 
 
 def check_choice(field: str, value, allowed) -> None:
@@ -60,6 +67,37 @@ def size_presets(*, heads: bool = True, **deltas) -> dict[str, dict]:
             values[field] = value
         presets[size] = values
     return presets
+
+
+def unread_override(config, overrides, architecture: str) -> str | None:
+    """Why an override changes nothing in `config`, in one line, or `None` when every override is read.
+
+    An override is unread when it is a field of :data:`MIXER_ONLY_FIELDS` that no mixer of the config lists in its
+    `reads_shared_fields`, or a `position_embedding` that neither the skeleton (:data:`SKELETON_POSITIONS`) nor one
+    of its mixers (`position_schemes`) applies. Fields of mixers the config does not use are refused by `config_for`.
+
+    Args:
+        config: the config built with the overrides.
+        overrides: field -> value, as given.
+        architecture: the architecture's name, for the message.
+    """
+    used = [mixer_spec(name) for name in dict.fromkeys(config.mixer_types)]
+    mixers = ", ".join(spec.name for spec in used)
+    for key in overrides:
+        if key in MIXER_ONLY_FIELDS and not any(key in spec.reads_shared_fields for spec in used):
+            readers = [name for name in list_mixers() if key in mixer_spec(name).reads_shared_fields]
+            return (
+                f"{key}={overrides[key]!r} is read by no mixer of architecture {architecture!r} (mixers: "
+                f"{mixers}), so it would change nothing; mixers that read it: {', '.join(readers) or 'none'}"
+            )
+    if "position_embedding" in overrides:
+        applied = dict.fromkeys([*SKELETON_POSITIONS, *(scheme for spec in used for scheme in spec.position_schemes)])
+        if config.position_embedding not in applied:
+            return (
+                f"position_embedding={config.position_embedding!r} is applied by no mixer of architecture "
+                f"{architecture!r} (mixers: {mixers}), so it would change nothing; allowed: {', '.join(applied)}"
+            )
+    return None
 
 
 def ngram_head_architectures() -> list[str]:
