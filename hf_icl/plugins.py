@@ -4,9 +4,11 @@ A plug-in is any importable module that calls `hf_icl.register_mixer`, `hf_icl.r
 `hf_icl.register_family` when imported. Three ways to load one:
 
 - `--import MODULE` (repeatable) on every command: `train.py`, `python -m hf_icl.evaluate`, `analysis`, `report`,
-  `sweep` (which passes it on to every point's subprocess) and `export`. MODULE is a dotted module name (found on
-  `sys.path` or in the current folder) or the path of a `.py` file or of a package folder. A `--config` file may list
-  plug-ins under `imports:`. A training run records its plug-ins in `run_config["imports"]`.
+  `sweep` (which passes it on to every point's subprocess) and `export`. MODULE is a dotted module name, found on
+  `sys.path` only, or the path of a `.py` file or of a package folder (`./my_plugin.py`, `plugins/my_pkg`), whose
+  folder is on `sys.path` during that import only: a module in the current folder is imported only when named as a
+  path, and no folder stays on `sys.path` to shadow a later import. A `--config` file may list plug-ins under
+  `imports:`. A training run records its plug-ins in `run_config["imports"]`.
 - `HF_ICL_PLUGINS=MODULE[,MODULE...]` in the environment: imported by `import hf_icl`, so subprocesses, tests and
   notebooks see the same registry.
 - The `hf_icl.plugins` entry-point group of any installed distribution (`[project.entry-points."hf_icl.plugins"]`
@@ -18,6 +20,7 @@ A checkpoint of a plug-in architecture or mixer ships the plug-in's modeling cod
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.metadata
 import os
@@ -28,8 +31,9 @@ ENTRY_POINT_GROUP = "hf_icl.plugins"
 ENVIRONMENT_VARIABLE = "HF_ICL_PLUGINS"
 IMPORT_FLAG = "--import"
 IMPORT_HELP = (
-    "a plug-in module to import first (dotted name, .py file or package folder), repeatable: its registered "
-    "mixers, architectures and task families become valid choices"
+    "a plug-in module to import first (a dotted name on sys.path, or the path of a .py file or package folder, "
+    "e.g. ./my_plugin.py for one in the current folder), repeatable: its registered mixers, architectures and task "
+    "families become valid choices"
 )
 
 _loaded: dict[str, str] = {}  # what was given -> the module name it was imported as
@@ -48,21 +52,39 @@ def import_plugin(name: str, flag: str = IMPORT_FLAG) -> str:
     if name in _loaded:
         return _loaded[name]
     path = Path(name)
-    module_name = name
+    module_name, folder = name, None
     if name.endswith(".py") or os.sep in name or (path.is_dir() and (path / "__init__.py").is_file()):
         if not path.exists():
             raise ValueError(f"argument {flag}: {name!r} does not exist (expected a module name, .py file or package)")
         folder, module_name = str(path.resolve().parent), path.stem if path.is_file() else path.name
-        if folder not in sys.path:
-            sys.path.insert(0, folder)
-    elif os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.append(os.getcwd())  # as `python -m` would: a module in the current folder is found
     try:
-        importlib.import_module(module_name)
+        with _on_sys_path(folder):
+            importlib.import_module(module_name)
     except Exception as err:  # the plug-in's own error, reported on one line with its name
+        top = module_name.split(".")[0]
+        local = next((f"./{c}" for c in (f"{top}.py", top) if folder is None and Path(c).exists()), None)
+        if isinstance(err, ModuleNotFoundError) and err.name == top and local is not None:
+            raise ValueError(
+                f"argument {flag}: no module {top!r} on the import path; the current folder holds {local[2:]!r}, "
+                f"which is imported only when named as a path: {flag} {local}"
+            ) from None
         raise ValueError(f"argument {flag}: plug-in {name!r} failed to import ({type(err).__name__}: {err})") from err
     _loaded[name] = module_name
     return module_name
+
+
+@contextlib.contextmanager
+def _on_sys_path(folder: str | None):
+    """`folder` first on `sys.path` for the block only (`None`: nothing changes), so that a plug-in's folder never
+    shadows a module imported later (a `./xgboost.py` beside it is not `import xgboost`)."""
+    added = folder is not None and folder not in sys.path
+    if added:
+        sys.path.insert(0, folder)
+    try:
+        yield
+    finally:
+        if added and folder in sys.path:
+            sys.path.remove(folder)
 
 
 def import_plugins(names, flag: str = IMPORT_FLAG) -> list[str]:

@@ -147,12 +147,16 @@ def test_every_command_accepts_import_and_names_a_broken_plugin(plugin, tmp_path
     (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('this plug-in is broken')\n")
     commands = ([str(ROOT / "train.py")], ["-m", "hf_icl.sweep", str(spec)], ["-m", "hf_icl.analysis", "lnw"],
                 ["-m", "hf_icl.evaluate"], ["-m", "hf_icl.export", "regbench"])  # fmt: skip
-    for command in commands:
-        broken = run([sys.executable, *command, "--import", "broken_plugin"], tmp_path)
+    for command in commands:  # a module of the current folder is imported when named as a path (issue 53)
+        broken = run([sys.executable, *command, "--import", "./broken_plugin.py"], tmp_path)
         assert broken.returncode == 2, (command, broken.stderr[-2000:])
         last = broken.stderr.strip().splitlines()[-1]
         assert "--import" in last and "broken_plugin" in last and "this plug-in is broken" in last, last
         assert "Traceback" not in broken.stderr
+    bare = run([sys.executable, str(ROOT / "train.py"), "--import", "broken_plugin"], tmp_path)
+    last = bare.stderr.strip().splitlines()[-1]
+    assert bare.returncode == 2 and "no module 'broken_plugin' on the import path" in last, bare.stderr[-2000:]
+    assert "--import ./broken_plugin.py" in last and "this plug-in is broken" not in bare.stderr
 
 
 def yaml_of(path):

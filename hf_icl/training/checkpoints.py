@@ -77,6 +77,8 @@ def save_checkpoint(accelerator, output_dir: Path, step: int, trainer_state: dic
     final = root / f"{CHECKPOINT_PREFIX}{step}"
     tmp = root / f".tmp-{CHECKPOINT_PREFIX}{step}"
     if accelerator.is_main_process:
+        if tmp.is_symlink():  # planted: removed, never followed
+            tmp.unlink()
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
     accelerator.wait_for_everyone()
