@@ -4,9 +4,12 @@ the argument it refuses."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from cli_entry_points import call, snapshot
@@ -155,3 +158,194 @@ def test_strict_yaml_keeps_what_yaml_allows():
         "lr": 1e-5, "b": 500.0, "c": 100000.0, "d": "e5", "e": ".e3", "base": {"x": 1, "y": 2},
         "child": {"x": 3, "y": 2}, "z": {"x": 1, "y": 2},
     }  # fmt: skip
+
+
+# ---- item 5: exclusive temporary files; plug-in imports leave sys.path alone -------------------------------------
+
+
+def test_a_planted_temporary_symlink_is_never_followed(tmp_path):
+    """The writer opened the predictable `.tmp-REPORT.md` with "w": a symlink planted there made it overwrite a
+    file outside the output folder."""
+    from hf_icl.atomic_files import atomic_path, write_folder_atomic, write_text_atomic
+
+    out, victim = tmp_path / "out", tmp_path / "victim.txt"
+    out.mkdir()
+    victim.write_text("keep me\n")
+    for name in ("REPORT.md", "curve.png"):
+        (out / f".tmp-{name}").symlink_to(victim)
+    write_text_atomic(out / "REPORT.md", "# report\n")
+    with atomic_path(out / "curve.png") as tmp:
+        assert tmp.name.startswith(".tmp-") and tmp.name.endswith("-curve.png") and not tmp.is_symlink()
+        tmp.write_bytes(b"png")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (out / ".tmp-model").symlink_to(elsewhere, target_is_directory=True)
+    write_folder_atomic(out / "model", lambda folder: (folder / "weights").write_text("w"))
+    assert victim.read_text() == "keep me\n" and list(elsewhere.iterdir()) == []
+    assert (out / "REPORT.md").read_text() == "# report\n" and (out / "curve.png").read_bytes() == b"png"
+    assert (out / "model" / "weights").read_text() == "w" and not (out / "model").is_symlink()
+
+
+def test_temporaries_are_created_exclusively_under_fresh_names(tmp_path, monkeypatch):
+    """Even a symlink planted under the random name drawn first is not followed: another name is drawn."""
+    import secrets
+
+    from hf_icl import atomic_files
+
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    names = iter(["aaaaaaaa", "bbbbbbbb"])
+    monkeypatch.setattr(secrets, "token_hex", lambda n: next(names))
+    (tmp_path / ".tmp-aaaaaaaa-metrics.json").symlink_to(victim)
+    atomic_files.write_json_atomic(tmp_path / "metrics.json", {"a": 1})
+    assert victim.read_text() == "keep me\n" and (tmp_path / "metrics.json").read_text() == '{\n  "a": 1\n}'
+    assert not (tmp_path / ".tmp-bbbbbbbb-metrics.json").exists()  # renamed into place
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (tmp_path / "metrics.json").stat().st_mode & 0o777 == 0o666 & ~umask  # as open(..., "w") made it
+
+
+def test_a_planted_old_folder_symlink_is_removed_not_restored(tmp_path):
+    from hf_icl.atomic_files import clean_leftovers
+
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".old-model").symlink_to(elsewhere, target_is_directory=True)
+    assert clean_leftovers(out) == [".old-model"]
+    assert list(out.iterdir()) == [] and elsewhere.is_dir()
+
+
+@pytest.fixture
+def clean_sys_path(tmp_path, monkeypatch):
+    """Run in an empty current folder that is not on `sys.path`; restore `sys.path` and the plug-in cache after."""
+    from hf_icl import plugins
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    monkeypatch.setattr(plugins, "_loaded", {})
+    yield tmp_path
+    for name in ("nothing_silent_plugin", "nothing_silent_shadow"):
+        sys.modules.pop(name, None)
+
+
+def test_an_import_by_name_leaves_the_current_folder_off_sys_path(clean_sys_path):
+    """`--import NAME` appended the current folder to `sys.path` for the whole process, so a later optional
+    `import xgboost` ran `./xgboost.py`."""
+    from hf_icl.plugins import import_plugin
+
+    (clean_sys_path / "nothing_silent_shadow.py").write_text("raise RuntimeError('shadowing module ran')\n")
+    assert import_plugin("json") == "json"
+    assert str(clean_sys_path) not in sys.path and "" not in sys.path
+    with pytest.raises(ModuleNotFoundError):
+        __import__("nothing_silent_shadow")
+
+
+def test_a_module_of_the_current_folder_is_imported_only_when_named_as_a_path(clean_sys_path):
+    from hf_icl.plugins import import_plugin
+
+    (clean_sys_path / "nothing_silent_plugin.py").write_text("LOADED = True\n")
+    with pytest.raises(ValueError, match=r"no module 'nothing_silent_plugin' on the import path.*--import "
+                       r"\./nothing_silent_plugin\.py"):  # fmt: skip
+        import_plugin("nothing_silent_plugin")
+    assert import_plugin("./nothing_silent_plugin.py") == "nothing_silent_plugin"
+    assert sys.modules["nothing_silent_plugin"].LOADED and str(clean_sys_path) not in sys.path
+
+
+# ---- item 7: the Python API names the argument it refuses ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [
+        ({"dropout": 2.0}, r"dropout=2\.0 is not allowed: expected a finite number in \[0, 1\)"),
+        ({"dropout": 1.0}, r"dropout=1\.0 is not allowed"),
+        ({"attention_dropout": -0.1}, r"attention_dropout=-0\.1 is not allowed"),
+        ({"rope_theta": 0.0}, r"rope_theta=0\.0 is not allowed: expected a finite number > 0"),
+        ({"layer_norm_epsilon": 0.0}, r"layer_norm_epsilon=0\.0 is not allowed"),
+        ({"intermediate_size": 0}, r"intermediate_size=0 is not allowed: expected an integer >= 1"),
+    ],
+)
+def test_config_for_refuses_values_out_of_range(overrides, message):
+    from hf_icl import config_for
+
+    with pytest.raises(ValueError, match=message):
+        config_for("transformer", "tiny", **overrides)
+    assert config_for("transformer", "tiny", dropout=0.1, attention_dropout=0.0).dropout == 0.1
+
+
+def test_an_override_out_of_range_is_one_line_on_the_command_line(tmp_path):
+    outcome = call(train_main, [*TINY_RUN, "--override", "dropout=2.0", "--output-dir", str(tmp_path / "never")])
+    assert_one_line_error(outcome, "argument --override", "dropout=2.0 is not allowed", "[0, 1)")
+
+
+def regbench_row(text="ab|ab"):
+    transitions = [{"src": 0, "symbol": "a", "dst": 1}, {"src": 1, "symbol": "b", "dst": 0}]
+    return {"text": text, "start_state": 0, "transitions": transitions}
+
+
+@pytest.mark.parametrize(
+    "probs, rows, error, message",
+    [
+        ([], [], ValueError, "rows is empty"),  # was NaN
+        ([np.zeros((4, 20))], [{"text": "ab|ab"}], ValueError, r"rows\[0\] lacks start_state, transitions"),  # KeyError
+        ([np.zeros((4, 20))], ["ab|ab"], TypeError, r"rows\[0\] is a str, expected a mapping"),
+        ([np.zeros((3, 20))], [regbench_row()], ValueError, r"probs\[0\] has shape \(3, 20\), expected \(4, V\)"),
+        ([np.zeros((4, 20))], [{**regbench_row(), "transitions": [{"src": 0}]}], ValueError,
+         r"rows\[0\] is not a RegBench row \(KeyError"),
+        ("ab", [regbench_row()], TypeError, "probs is a str"),
+    ],
+)  # fmt: skip
+def test_regbench_metrics_names_the_bad_argument(probs, rows, error, message):
+    from hf_icl.evaluation import regbench_metrics
+
+    with pytest.raises(error, match=message):
+        regbench_metrics(probs, rows)
+
+
+def test_regbench_metrics_of_good_input_is_unchanged():
+    from hf_icl.evaluation import regbench_metrics
+
+    probs = np.zeros((4, 20))
+    probs[:, 1] = 1.0  # always 'a'
+    # truth after a, b, |, a: {b}, {a}, {a}, {b}: 'a' is right at 2 of 4 positions, TVD 1 there, 0 elsewhere
+    assert regbench_metrics([probs], [regbench_row()]) == {"accuracy": 0.5, "tvd": 0.5}
+
+
+@pytest.mark.parametrize(
+    "arguments, error, message",
+    [
+        ({"n_dims": -1}, ValueError, "n_dims=-1 is not allowed: expected an integer >= 1"),
+        ({"n_points": "10"}, TypeError, "n_points='10' is not allowed: expected an integer >= 1, not str"),
+        ({"seed": -3}, ValueError, "seed=-3 is not allowed: expected an integer >= 0 or a tuple of them"),
+        ({"seed": (1, 2.5)}, TypeError, r"seed=\(1, 2\.5\) is not allowed"),
+        ({"batch_size": 0}, ValueError, "batch_size=0 is not allowed"),  # was an empty batch
+        ({"n_dims": True}, TypeError, "n_dims=True is not allowed"),
+    ],
+)
+def test_function_class_sample_names_the_bad_argument(arguments, error, message):
+    from hf_icl.tasks.function_classes import sample
+
+    with pytest.raises(error, match=message):
+        sample("linear_regression", **{"batch_size": 2, "n_points": 3, "n_dims": 2, "seed": 0, **arguments})
+    assert sample("linear_regression", 2, 3, 2, (4, 5))["xs"].shape == (2, 3, 2)
+
+
+def test_baselines_name_a_text_of_the_wrong_type():
+    from hf_icl.baselines.baum_welch import BaumWelch
+    from hf_icl.baselines.lnw import ngram_features
+    from hf_icl.baselines.ngram import InContextNGram
+
+    with pytest.raises(TypeError, match=r"text is a int \(123\), expected a str"):  # was "'int' object is not iterable"
+        InContextNGram(2).predict_proba(123)
+    with pytest.raises(ValueError, match="text is empty"):
+        InContextNGram(2).predict_proba("")
+    with pytest.raises(TypeError, match=r"text is a list"):
+        BaumWelch(3).predict_proba(["ab|ab"])
+    with pytest.raises(TypeError, match=r"texts is a str, expected a list of str"):
+        BaumWelch(3).predict_proba_batch("ab|ab")
+    with pytest.raises(TypeError, match=r"texts\[1\] is a int"):
+        BaumWelch(3).predict_proba_batch(["ab|ab", 5])
+    with pytest.raises(TypeError, match="text is a NoneType"):
+        ngram_features(None, "counts")

@@ -14,13 +14,35 @@ from dataclasses import fields
 
 from ..mixers.registry import all_fields, fields_of
 from ..modeling.configuration import ICLConfig, check_choice
-from ..validation import check_field_values, describe_type, is_of_type
+from ..validation import (
+    FRACTION,
+    NON_NEGATIVE_NUMBER,
+    OPTIONAL_POSITIVE_INT,
+    POSITIVE_NUMBER,
+    Limit,
+    check_field_values,
+    describe_type,
+    is_of_type,
+)
 from .auto import AutoModelForInContextRegression
 from .registry import ARCHITECTURES, Architecture, architecture_of, list_architectures, register_architecture
 
 for _module in pkgutil.iter_modules(__path__):
     if _module.ispkg:
         importlib.import_module(f"{__name__}.{_module.name}")
+
+CONFIG_LIMITS: dict[str, Limit] = {
+    "dropout": FRACTION,
+    "attention_dropout": FRACTION,
+    "layer_norm_epsilon": POSITIVE_NUMBER,
+    "rope_theta": POSITIVE_NUMBER,
+    "initializer_range": NON_NEGATIVE_NUMBER,
+    "intermediate_size": OPTIONAL_POSITIVE_INT,
+    "input_dim": OPTIONAL_POSITIVE_INT,
+    "output_dim": OPTIONAL_POSITIVE_INT,
+}
+"""Ranges of the shared config fields whose type alone lets nonsense through (`dropout=2.0`, `rope_theta=0`); the
+sizes every other field derives from are checked by the config itself (`ICLConfig.check_sizes`)."""
 
 
 def config_for(architecture: str, preset: str = "tiny", **overrides) -> ICLConfig:
@@ -31,7 +53,7 @@ def config_for(architecture: str, preset: str = "tiny", **overrides) -> ICLConfi
         preset (`str`): a size preset of that architecture (`tiny`, `small`, `base`, ...).
         **overrides: config fields: the shared ones, the architecture's own, and those of the mixers the config
             uses; an unknown name raises `ValueError` listing the valid ones, a value of the wrong type or range
-            raises naming the field.
+            (:data:`CONFIG_LIMITS`: dropout in [0, 1), positive sizes, ...) raises naming the field.
     """
     check_choice("architecture", architecture, list_architectures())
     config_cls = ARCHITECTURES[architecture].config_class
@@ -49,6 +71,10 @@ def config_for(architecture: str, preset: str = "tiny", **overrides) -> ICLConfi
             if not is_of_type(value, field.value_type):
                 raise ValueError(f"{key}={value!r} is not allowed: expected {describe_type(field.value_type)}")
     config = config_cls.from_preset(preset, **overrides)
+    for key, limit in CONFIG_LIMITS.items():
+        value = getattr(config, key, None)
+        if hasattr(config, key) and not limit.allows(value):
+            raise ValueError(f"{key}={value!r} is not allowed: expected {limit.describe()}")
     used = fields_of(config.mixer_types)
     unused = [key for key in overrides if key not in declared and former.get(key, key) not in used]
     if unused:

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from .ngram import VOCAB_SIZE
+from .ngram import VOCAB_SIZE, check_regbench_text
 
 try:  # optional compiled backend: pip install "hf_icl[baselines]"
     from . import _baum_welch_numba
@@ -348,6 +348,7 @@ class BaumWelch:
         Returns:
             Array of shape ``(len(text) - 1, 20)`` in ``REGBENCH_VOCAB`` order, rows summing to 1.
         """
+        check_regbench_text(text)
         return self.predict_proba_batch([text])[0]
 
     def predict_proba_batch(self, texts: list[str]) -> list[np.ndarray]:
@@ -373,8 +374,11 @@ class BaumWelch:
         return self._fit_texts([text])[0][1]
 
     def _fit_texts(self, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
-        for text in texts:
-            letter_ids(text)  # checks every text before any work
+        if isinstance(texts, str) or not isinstance(texts, (list, tuple)):
+            raise TypeError(f"texts is a {type(texts).__name__}, expected a list of str (one text: predict_proba)")
+        for i, text in enumerate(texts):
+            check_regbench_text(text, f"texts[{i}]")  # every text before any work
+            letter_ids(text)
         instances = [letter_ids(text[:-1]) for text in texts]
         order = sorted(range(len(texts)), key=lambda b: -sum(map(len, instances[b])))  # most letters first
         results = [None] * len(texts)

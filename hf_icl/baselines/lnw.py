@@ -31,6 +31,7 @@ from safetensors.torch import load_file, save_file
 from torch import nn
 
 from ..atomic_files import write_folder_atomic, write_json_atomic
+from .ngram import check_regbench_text
 
 REGBENCH_VOCAB: list[str] = [".", *"abcdefghijklmnopqr", "|"]
 """RegBench's reference token order (P1's code), as ``hf_icl.tasks.regbench.REGBENCH_VOCAB``: the feature columns."""
@@ -100,6 +101,7 @@ def ngram_features(text: str, variant: str, order: int = 3) -> np.ndarray:
         Float32 array (len(text) − 1, order · 20): raw counts (not yet divided by 100), per-block frequencies or
         0/1 existence, block n−1 holding order n, columns in ``REGBENCH_VOCAB`` order.
     """
+    check_regbench_text(text)
     _check_variant(variant)
     if not isinstance(order, (int, np.integer)) or order < 1:
         raise ValueError(f"order={order!r} is not allowed: expected an integer >= 1")

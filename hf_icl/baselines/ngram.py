@@ -127,6 +127,22 @@ def normalized_backoff(cont: np.ndarray) -> np.ndarray:
     return p
 
 
+def check_regbench_text(text, name: str = "text") -> None:
+    """Refuse what is not a RegBench problem instance, naming the argument (`name`).
+
+    Raises:
+        TypeError: `text` is not a string (a list of them goes to a batch method).
+        ValueError: it is empty or holds characters other than ``a``..``r`` and ``|``.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"{name} is a {type(text).__name__} ({text!r:.60}), expected a str (letters a..r and '|')")
+    if not text:
+        raise ValueError(f"{name} is empty: expected a RegBench problem instance (letters a..r joined by '|')")
+    bad = set(text) - set("abcdefghijklmnopqr|")
+    if bad:
+        raise ValueError(f"{name} contains {sorted(bad)!r}: only a..r and '|' are allowed")
+
+
 class InContextNGram:
     """In-context n-gram baseline for RegBench (P1 Appendix C.1).
 
@@ -152,9 +168,7 @@ class InContextNGram:
         Returns:
             Array of shape ``(len(text) - 1, 20)`` in ``REGBENCH_VOCAB`` order; ``.``, ``|`` get 0.
         """
-        bad = set(text) - set("abcdefghijklmnopqr|")
-        if bad:
-            raise ValueError(f"text contains {sorted(bad)!r}: only a..r and '|' are allowed")
+        check_regbench_text(text)
         cont, ctx_count = context_counts(text, self.n)
         letters = paper_backoff(cont, ctx_count) if self.variant == "paper" else normalized_backoff(cont)
         out = np.zeros((letters.shape[0], VOCAB_SIZE))  # (T-1, V)

@@ -17,6 +17,7 @@ eigenvalues ∝ 1/i² (trace d) in a random basis, `orthant=True` puts every x o
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from collections.abc import Callable
 
 import numpy as np
@@ -164,6 +165,7 @@ def sample(task: str, batch_size: int, n_points: int, n_dims: int, seed, **optio
     """
     if task not in FUNCTION_CLASSES:
         raise ValueError(f"task={task!r} is not one of: {', '.join(FUNCTION_CLASSES)}")
+    check_sample_arguments(batch_size=batch_size, n_points=n_points, n_dims=n_dims, seed=seed)
     spec = FUNCTION_CLASSES[task]
     options = {**spec.options, **options}
     input_dim = options.pop("input_dim", None) or n_dims
@@ -187,6 +189,30 @@ def sample(task: str, batch_size: int, n_points: int, n_dims: int, seed, **optio
             value = np.concatenate([value, np.zeros((*value.shape[:-1], pad))], axis=-1)
         out[key] = torch.from_numpy(np.ascontiguousarray(value, dtype=bool if value.dtype == bool else np.float32))
     return out
+
+
+def check_sample_arguments(seed, **sizes) -> None:
+    """Refuse what numpy would fail on deep inside (or, for `batch_size=0`, silently return empty for).
+
+    Args:
+        seed: an integer >= 0 or a tuple of them.
+        **sizes: `batch_size`, `n_points`, `n_dims`: integers >= 1.
+
+    Raises:
+        TypeError: a value of the wrong type, naming the argument.
+        ValueError: a value out of range, naming the argument.
+    """
+    for name, value in sizes.items():
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+            raise TypeError(f"{name}={value!r} is not allowed: expected an integer >= 1, not {type(value).__name__}")
+        if value < 1:
+            raise ValueError(f"{name}={value!r} is not allowed: expected an integer >= 1")
+    entropy = list(seed) if isinstance(seed, (tuple, list)) else [seed]
+    for value in entropy:
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+            raise TypeError(f"seed={seed!r} is not allowed: expected an integer >= 0 or a tuple of them")
+        if value < 0:
+            raise ValueError(f"seed={seed!r} is not allowed: expected an integer >= 0 or a tuple of them")
 
 
 def normalizer(task: str, n_dims: int, **options) -> float:
