@@ -64,6 +64,11 @@ ABOUT = {
         "RegularGPT forward: sparse sliding-dilated attention vs. a dense P2 eq. (1) mask",
         "outputs checked equal first; target ≥ 5× faster at T = 8192.",
     ),
+    "zoo_step_cost": (
+        "RegBench zoo: one forward+backward of each architecture against the Transformer at the recipe's shape",
+        "ratio = the architecture's step time ÷ the Transformer's (tiny preset, 4 layers, B = 32, T = 384, one "
+        "thread), the median of the per-round ratios; target ≤ 1.3 for every zoo architecture (issue 50).",
+    ),
     "regression_training_step": (
         "In-context regression training steps per second, each architecture against the Transformer",
         "ratio = steps/s of the architecture ÷ the Transformer's, the median of the per-round ratios; target ≥ 0.5 "
