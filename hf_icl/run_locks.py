@@ -6,6 +6,8 @@ on this host and is gone (killed, crashed) is stale and is taken over. "Gone" is
 reboot, or once the kernel has handed the PID to another process, a PID alone would keep a dead holder's lock alive,
 so a lock whose boot id or start time differs from the live process's is stale too. A lock from another host cannot
 be checked from here and stays until its holder removes it or a person deletes it (the skip message names the file).
+A lock that is empty or not a holder record is held for :data:`UNREADABLE_LOCK_GRACE_S` after it was written (its
+holder may be writing it), then stale.
 """
 
 from __future__ import annotations
@@ -13,9 +15,15 @@ from __future__ import annotations
 import json
 import os
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+UNREADABLE_LOCK_GRACE_S = 60.0
+"""How long a lock without a readable holder record counts as held. Its holder writes the record right after creating
+the file, so a lock still empty or garbled after this was left by a process that died in between (a full disk, a
+kill) and is stale, whatever host made it."""
 
 
 def boot_id() -> str | None:
@@ -50,8 +58,11 @@ def holder_is_gone(lock: Path) -> bool:
     try:
         holder = json.loads(lock.read_text())
         pid = int(holder["pid"])
-    except (OSError, ValueError, KeyError, TypeError):  # vanished, its holder is still writing it, or not ours
-        return False
+    except (OSError, ValueError, KeyError, TypeError):  # vanished, its holder is still writing it, or it died doing so
+        try:
+            return time.time() - lock.stat().st_mtime > UNREADABLE_LOCK_GRACE_S
+        except OSError:
+            return False
     if holder.get("host") != socket.gethostname():
         return False
     if holder.get("boot_id") is not None and boot_id() is not None and holder["boot_id"] != boot_id():

@@ -216,14 +216,28 @@ def check_points(points: list[Point]) -> None:
 
 
 def point_state(run_dir: Path, settings: dict | None = None) -> str:
-    """`finished` (metrics.json), `resume` (a completed checkpoint), `restart` (started, no checkpoint) or `new`;
-    `changed` where a finished or resumable run's saved settings differ from `settings` (:func:`saved_changes`)."""
-    finished = (run_dir / "metrics.json").is_file()
-    if finished or latest_checkpoint(run_dir) is not None:
+    """`finished` (metrics.json and model/), `resume` (a completed checkpoint), `restart` (started, no checkpoint) or
+    `new`; `changed` where a finished or resumable run's saved settings differ from `settings` (:func:`saved_changes`).
+
+    A `metrics.json` that does not parse as a JSON object is not a finished run, and neither is one without `model/`
+    beside a checkpoint: a run killed while exporting its model resumes, which exports it (`finish_run`).
+    """
+    checkpoint = latest_checkpoint(run_dir)
+    finished = metrics_file_is_whole(run_dir) and ((run_dir / "model").is_dir() or checkpoint is None)
+    if finished or checkpoint is not None:
         if settings is not None and saved_changes(run_dir, settings):
             return "changed"
         return "finished" if finished else "resume"
     return "restart" if run_dir.is_dir() and any(run_dir.iterdir()) else "new"
+
+
+def metrics_file_is_whole(run_dir: Path) -> bool:
+    """Whether `run_dir/metrics.json` parses as a JSON object (a garbled one is what a crash of another tool, or a
+    full disk outside hf_icl's atomic writes, leaves)."""
+    try:
+        return isinstance(json.loads((run_dir / "metrics.json").read_text(encoding="utf-8")), dict)
+    except (OSError, UnicodeDecodeError, ValueError):
+        return False
 
 
 def saved_changes(run_dir: Path, settings: dict) -> dict:

@@ -349,3 +349,96 @@ def test_baselines_name_a_text_of_the_wrong_type():
         BaumWelch(3).predict_proba_batch(["ab|ab", 5])
     with pytest.raises(TypeError, match="text is a NoneType"):
         ngram_features(None, "counts")
+
+
+# ---- item 2: leftovers of our own interrupted work are recognised --------------------------------------------------
+
+
+def test_an_overwrite_killed_while_clearing_leaves_a_run_the_next_overwrite_finishes(tmp_path, monkeypatch):
+    """The marker and metrics.json went first, so a kill midway left a folder that --overwrite and --resume both
+    refused as holding no run; it had to be deleted by hand."""
+    from cli_entry_points import fake_run_folder
+
+    from hf_icl.training import checkpoints
+
+    def old_run(folder: Path) -> Path:
+        fake_run_folder(folder)
+        for name in ("checkpoints/step_2/trainer_state.json", "model/model.safetensors", "summary.md"):
+            (folder / name).parent.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text('{"global_step": 2}')
+        return folder
+
+    def clear_killed_at(folder: Path, kill_at: int | None) -> list[str]:
+        """`clear_run_folder(folder)` killed before its deletion number `kill_at`; the names deleted before."""
+        done, real_rmtree, real_unlink = [], shutil.rmtree, Path.unlink
+
+        def delete(path, *args, **kwargs):
+            if len(done) == kill_at:
+                raise KeyboardInterrupt  # as a kill at this moment
+            done.append(Path(path).name)
+            real_rmtree(path) if Path(path).is_dir() else real_unlink(Path(path))
+
+        with monkeypatch.context() as patch:
+            patch.setattr(checkpoints.shutil, "rmtree", delete)
+            patch.setattr(Path, "unlink", lambda self, missing_ok=False: delete(self))
+            try:
+                checkpoints.clear_run_folder(folder)
+            except KeyboardInterrupt:
+                pass
+        return done
+
+    order = clear_killed_at(old_run(tmp_path / "uninterrupted"), None)
+    assert order[-2:] == ["metrics.json", "hf_icl_run.json"]  # the marks of a run go last
+    for kill_at in range(len(order)):
+        folder = old_run(tmp_path / f"run{kill_at}")
+        assert clear_killed_at(folder, kill_at) == order[:kill_at]
+        assert checkpoints.is_run_folder(folder), order[:kill_at]
+        assert checkpoints.clear_run_folder(folder) == ["notes.txt"]
+        assert [p.name for p in folder.iterdir()] == ["notes.txt"]
+
+
+def test_a_sweep_point_killed_while_exporting_resumes_and_exports(finished_run, tmp_path, capsys):
+    """metrics.json is written before model/, so a point killed between them said "finished before" forever."""
+    from hf_icl.sweep import point_state
+
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run[0], folder)
+    shutil.rmtree(folder / "model")
+    (folder / ".tmp-0123abcd-model").mkdir()  # the half-written export
+    assert point_state(folder) == "resume"
+    train_main(["--output-dir", str(folder), "--resume"])
+    assert "already holds this run's evaluation; exporting the model only" in capsys.readouterr().out
+    weights = load_file(folder / "model" / "model.safetensors")
+    assert all(torch.equal(weights[k], finished_run[1][k]) for k in weights) and point_state(folder) == "finished"
+    shutil.rmtree(folder / "checkpoints")
+    shutil.rmtree(folder / "model")
+    assert point_state(folder) == "finished"  # nothing left to export from: results are kept, not retrained
+
+
+@pytest.mark.parametrize("garbage", [b"", b"{not json", b"\xff\xfe", b"[1, 2]"])
+def test_a_garbled_point_metrics_file_is_not_finished(garbage, tmp_path):
+    from hf_icl.sweep import point_state
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    (folder / "metrics.json").write_bytes(garbage)
+    assert point_state(folder) == "restart"
+    (folder / "checkpoints" / "step_3").mkdir(parents=True)
+    (folder / "checkpoints" / "step_3" / "trainer_state.json").write_text('{"global_step": 3}')
+    assert point_state(folder) == "resume"
+
+
+@pytest.mark.parametrize("content", ["", "{", '{"host": "x"}'])
+def test_an_unreadable_lock_is_stale_once_older_than_its_writing(content, tmp_path):
+    """An empty or garbled lock (a full disk between create and write) was "another process is training it" forever."""
+    from hf_icl.run_locks import UNREADABLE_LOCK_GRACE_S, claimed, holder_is_gone
+
+    lock = tmp_path / "point.lock"
+    lock.write_text(content)
+    assert not holder_is_gone(lock)  # its holder may be writing it right now
+    old = lock.stat().st_mtime - UNREADABLE_LOCK_GRACE_S - 1
+    os.utime(lock, (old, old))
+    assert holder_is_gone(lock)
+    with claimed(lock) as held:
+        assert held
+    assert not lock.exists()

@@ -265,7 +265,10 @@ def clear_run_folder(output_dir: Path) -> list[str]:
     if entries and not is_run_folder(output_dir):
         raise FileExistsError(not_a_run_message(output_dir))
     ours, kept = run_outputs(), []
-    for entry in entries:
+    # The marker goes last (then `metrics.json`, which also marks older runs): a clearing that is killed midway leaves
+    # a folder that is still recognised as a run, so the next `--overwrite` finishes it.
+    last = {RUN_MARKER: 2, "metrics.json": 1}
+    for entry in sorted(entries, key=lambda entry: last.get(entry.name, 0)):
         if entry.name not in ours:
             kept.append(entry.name)
         elif entry.is_dir() and not entry.is_symlink():
