@@ -35,7 +35,7 @@ from .ops.short_conv import CausalDepthwiseConv
 from .registry import register_mixer
 from .shared_fields import CONV_KERNEL, SSM_STATE_SIZE
 
-DIRECT_MAX_LENGTH = 256  # longest uncached input mixed by the quadratic form (measured; see the module docstring)
+DIRECT_MAX_LENGTH = 512  # longest uncached input mixed by the quadratic form (measured; see the module docstring)
 
 
 @register_mixer("h3", config_fields=(SSM_STATE_SIZE, CONV_KERNEL))
