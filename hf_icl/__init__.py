@@ -4,11 +4,15 @@
 `AutoModelForInContextRegression`) and task family, then loads the plug-ins of the `hf_icl.plugins` entry-point
 group of every installed distribution.
 
+Python API (mirroring the commands): `hf_icl.train(**options) -> Run`, `hf_icl.evaluate(checkpoint, task, ...)`,
+`hf_icl.sweep(spec)` (:mod:`hf_icl.api`; each is also the module of `python -m hf_icl.<name>`).
+
 Extending: `register_mixer` (a token mixer and the config fields it reads), `register_architecture` (a config class
 and its model shells), `register_family` (a family of tasks); `docs/architecture.md` has the recipes.
 """
 
 from . import numba_vectors  # noqa: F401  (first, before any numba import: 512-bit SIMD on AVX-512 hosts)
+from .api import Run
 from .architectures import ARCHITECTURES, config_for, list_architectures, register_architecture
 from .architectures.auto import AutoModelForInContextRegression
 from .mixers import register_mixer
@@ -17,6 +21,7 @@ from .tasks import list_tasks, load_task, load_tokenizer, register_family
 __all__ = [
     "ARCHITECTURES",
     "AutoModelForInContextRegression",
+    "Run",
     "config_for",
     "list_architectures",
     "list_tasks",
@@ -25,7 +30,22 @@ __all__ = [
     "register_architecture",
     "register_family",
     "register_mixer",
+    "evaluate",
+    "sweep",
+    "train",
 ]
+_API_MODULES = ("train", "evaluate", "sweep")
+
+
+def __getattr__(name: str):
+    """`hf_icl.train`, `hf_icl.evaluate`, `hf_icl.sweep`: imported on first use (each a callable module, hf_icl.api)."""
+    if name in _API_MODULES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __version__ = "0.1.0"
 
 from .plugins import load_installed_plugins  # noqa: E402  (after the registries exist: plug-ins extend them)

@@ -42,6 +42,7 @@ others skip it. A lock left by a dead process of the same host is taken over; se
 The default launcher runs the points on this machine, `--jobs` at a time (default 1: one after another; give each
 point `threads: 1` when jobs > 1); `ray` and `submitit` (SLURM and others; the engine under Hydra's submitit launcher)
 are the optional extra `pip install hf-icl[sweep]`. `python -m hf_icl.report <output_root>` reads the runs.
+docs/guide.md has a complete spec; in Python, `hf_icl.sweep(spec)` runs one (a path or the same keys as a dict).
 """
 
 from __future__ import annotations
@@ -435,3 +436,7 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+else:
+    from .callable_modules import callable_module
+
+    callable_module(__name__, "hf_icl.api:sweep")  # `hf_icl.sweep(spec, ...)`: the Python API (hf_icl.api)
