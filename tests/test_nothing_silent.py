@@ -442,3 +442,65 @@ def test_an_unreadable_lock_is_stale_once_older_than_its_writing(content, tmp_pa
     with claimed(lock) as held:
         assert held
     assert not lock.exists()
+
+
+# ---- item 3: damaged artefacts are named in one line, before any work ---------------------------------------------
+
+
+def damage_checkpoint(folder: Path, how: str) -> None:
+    import json
+
+    config = json.loads((folder / "config.json").read_text())
+    weights = folder / "model.safetensors"
+    if how == "truncated weights":
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    elif how == "garbage weights":
+        weights.write_bytes(b"\x00garbage")
+    elif how == "no weights":
+        weights.unlink()
+    elif how == "no tokenizer.json":
+        (folder / "tokenizer.json").unlink()
+    elif how == "no model_type":
+        config.pop("model_type")
+    elif how == "3 layers over 2":
+        config.update(num_hidden_layers=3, mixer_types=config["mixer_types"] * 2, ffn_types=None)
+        config["mixer_types"] = config["mixer_types"][:3]
+    elif how == "1 layer over 2":
+        config.update(num_hidden_layers=1, mixer_types=config["mixer_types"][:1], ffn_types=None)
+    elif how == "narrower":
+        config.update(hidden_size=32)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+CHECKPOINT_DAMAGE = [
+    ("truncated weights", ["model.safetensors is damaged or missing", "incomplete metadata"]),  # a traceback
+    ("garbage weights", ["model.safetensors is damaged or missing"]),
+    ("no weights", ["has no weights: expected model.safetensors"]),
+    ("no tokenizer.json", ["tokenizer.json is missing"]),  # "You need to have sentencepiece or tiktoken installed"
+    ("no model_type", ["config.json: model_type is missing"]),  # a prompt: "Do you wish to run the custom code?"
+    ("3 layers over 2", ["config.json does not describe the model in model.safetensors",
+                         "weights the model needs are not in it (model.layers.2."]),  # scored a partly random model
+    ("1 layer over 2", ["weights in it have no place in the model (model.layers.1."]),
+    ("narrower", ["weights have another shape (saved vs config)", "[20, 64] vs [20, 32]"]),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("how, fragments", CHECKPOINT_DAMAGE, ids=[how for how, _ in CHECKPOINT_DAMAGE])
+def test_evaluate_names_a_damaged_checkpoint_file_before_any_work(finished_run, how, fragments, tmp_path, monkeypatch):
+    import types
+
+    import hf_icl.evaluate
+    from hf_icl.evaluation import __main__ as evaluation
+    from hf_icl.tasks import family_of
+
+    def no_data(request):
+        raise AssertionError("the data was generated before the checkpoint was checked")
+
+    monkeypatch.setattr(evaluation, "family_of", lambda task: types.SimpleNamespace(
+        head=family_of(task).head, prepare_data=no_data))  # fmt: skip
+    folder = tmp_path / "model"
+    shutil.copytree(finished_run[0] / "model", folder)
+    damage_checkpoint(folder, how)
+    argv = ["--checkpoint", str(folder), "--task", "regbench", "--output-dir", str(tmp_path / "eval")]
+    assert_one_line_error(call(hf_icl.evaluate.main, argv), "argument --checkpoint", str(folder), *fragments)
+    assert not (tmp_path / "eval").exists()

@@ -29,7 +29,9 @@ from ..validation import (
     check_output_folder,
     key_value,
     naming,
+    one_line,
 )
+from .checkpoint_files import check_checkpoint_files, check_weights_fit, safetensors_files, skeleton
 
 EVALUATE_LIMITS = {
     "n_train": OPTIONAL_POSITIVE_INT,
@@ -112,9 +114,10 @@ def check_arguments(args) -> tuple[Path, Path, TaskRequest]:
     if (output_dir / "metrics.json").exists() and not args.overwrite:
         raise ValueError(f"argument --output-dir: {output_dir / 'metrics.json'} exists; pass --overwrite to replace it")
     with naming("--checkpoint"):
+        check_checkpoint_files(checkpoint)  # config.json, weight headers, tokenizer files: before any work
         try:
-            config = AutoConfig.from_pretrained(checkpoint)
-        except (OSError, KeyError) as err:  # an unreadable config.json or an unknown model_type
+            config = AutoConfig.from_pretrained(checkpoint, trust_remote_code=False)  # never a prompt
+        except (OSError, KeyError, ValueError) as err:  # an unreadable config.json or an unknown model_type
             raise ValueError(f"{checkpoint / 'config.json'} does not load ({type(err).__name__}: {err})") from None
     request = task_request_of(config, args)
     check_task_options(request)  # with the options the checkpoint's run recorded
@@ -156,6 +159,24 @@ def check_checkpoint_fits(checkpoint: Path, data, task: str):
     return own
 
 
+def load_checked_model(head: str, checkpoint: Path):
+    """The checkpoint's model under `head`, once its config's model is known to have exactly the weights saved
+    (:func:`check_weights_fit`).
+
+    Raises:
+        ValueError: naming `--checkpoint` and the file that does not load or does not fit.
+    """
+    with naming("--checkpoint"):
+        check_weights_fit(skeleton(head, AutoConfig.from_pretrained(checkpoint, trust_remote_code=False)), checkpoint)
+    try:
+        return load_model(head, checkpoint)
+    except Exception as err:  # what the checks above do not foresee, still named in one line
+        files = ", ".join(f.name for f in safetensors_files(checkpoint)) or "its weights"
+        raise ValueError(
+            f"argument --checkpoint: {checkpoint} does not load ({files}: {type(err).__name__}: {one_line(err)[:200]})"
+        ) from None
+
+
 def main(argv=None) -> dict:
     """Entry point of `python -m hf_icl.evaluation` (and `python -m hf_icl.evaluate`): check every argument, then
     score and write `metrics.json`."""
@@ -170,12 +191,15 @@ def main(argv=None) -> dict:
     except (ValueError, OSError) as err:
         parser.fail(err)
     family = family_of(args.task)
+    try:  # before the data: a config that does not fit its weights fails now, naming the files
+        model = load_checked_model(family.head, checkpoint)
+    except ValueError as err:
+        parser.fail(err)
     data = family.prepare_data(request)  # the splits (and tokenizer) the run trained on, rebuilt from the seed
     try:
         own_tokenizer = check_checkpoint_fits(checkpoint, data, args.task)
     except ValueError as err:
         parser.fail(err)
-    model = load_model(family.head, checkpoint)
     if own_tokenizer is not None:
         data.tokenizer = own_tokenizer  # the checkpoint's own tokenizer wins
     if args.max_rows and data.splits is not None:
