@@ -18,7 +18,7 @@ from ..atomic_files import atomic_path, write_text_atomic  # noqa: E402
 from ..modeling.ngram_blocks import ngram_heads_label  # noqa: E402
 from . import findings as rules  # noqa: E402
 from .document import Document  # noqa: E402
-from .findings import Assessment, Line, assess, fmt, ours_text, paper_text, select, tolerance_text  # noqa: E402
+from .findings import Assessment, Line, assess, fmt, ours_text, paper_text, select, tolerance_text, what_would_change  # noqa: E402
 from .findings_json import VERDICT_KEYS, findings_text, verdict_counts  # noqa: E402
 from .papers import (  # noqa: E402
     MARKS,
@@ -207,7 +207,8 @@ def paper_page(paper: str, numbers: PaperNumbers, assessments: list[Assessment],
                for a in mine])  # fmt: skip
     for a in mine:
         doc.heading(2, a.finding.claim, anchor=a.finding.id)
-        doc.paragraph(f"**Verdict: {mark(a)}.** {a.reason[0].upper() + a.reason[1:]}. Seeds: {seeds_text(a)}.")
+        doc.paragraph(f"**Verdict: {mark(a)}.** {a.reason[0].upper() + a.reason[1:]}. Seeds: {seeds_text(a)}. "
+                      f"What would change the verdict: {what_would_change(a)}.")  # fmt: skip
         if a.lines:
             doc.table(["number", "paper", "ours", "tolerance", "verdict", "run"],
                       [[l.label, l.paper, l.ours, l.tolerance, l.verdict, l.where] for l in a.lines])  # fmt: skip

@@ -3,7 +3,8 @@
 Two checks, each failure one line naming the file and the number:
 
 1. **Regeneration.** The report is rebuilt from the runs under DIR into a temporary folder; every page (`*.md`,
-   `*.html`) and `findings.json` must equal the committed one, and the README's headline block must equal the regenerated block.
+   `*.html`) and `findings.json` must equal the committed one, and the README's headline block the regenerated
+   block.
 2. **Prose numbers.** Every number in the README's prose (a decimal like `0.9453`, or a grouped integer like
    `1,600`; outside code, links and the generated block) must be cited in `DIR/claims.yaml` with the committed file
    it comes from, and that file's value must round to it:

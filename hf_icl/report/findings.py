@@ -426,3 +426,31 @@ def _reason(result: Assessment) -> str:
         return "off by more than the tolerance, on the paper's side of the reference level"
     off = [line.label for line in result.lines if line.verdict != REPRODUCED]
     return "outside the tolerance: " + ", ".join(off)
+
+
+def what_would_change(assessment: Assessment) -> str:
+    """What evidence would move the verdict, from the rule that decided it."""
+    why, verdict = assessment.why, assessment.verdict
+    fewest = min(assessment.seeds.values()) if assessment.seeds else 0
+    more = max(MIN_SEEDS - fewest, 0)
+    if verdict == NOT_RUN:
+        return "a run of the finding's models at any scale"
+    if why == DID_NOT_TRAIN:
+        return "a recipe under which the models meet the control (a committed search), then 3 seeds per side"
+    if why == PARTLY_MEASURED:
+        return "runs of the models and pairs not yet measured, 3 seeds each, with their control"
+    if why == SPLIT_SEEDS:
+        return "what makes the failing seed fail (initialisation, data order, schedule), then 3 seeds that agree"
+    if why == NOT_SEPARATED:
+        return "more seeds per side, or a gap that separates the seeds (Welch p < 0.05)"
+    if why == OVER_BUDGET:
+        return "a run of the same model within the 30-minute CPU budget"
+    if why == NOT_SELECTED:
+        return "validation numbers for the settings, so that one is selected on validation"
+    if why == "experiments disagree":
+        return "an experiment that settles it, or the disagreeing ones rerun with 3 seeds"
+    if more:
+        return f"{more} more seed{'s' * (more != 1)} per side ({MIN_SEEDS} in all)"
+    if verdict == REPRODUCED:
+        return "a run at the paper's setting, or seeds that reverse the gap"
+    return "a different recipe found by a committed search (the verdict rests on the selected setting)"

@@ -5,7 +5,8 @@ Each object holds `id`, `paper`, `kind` (value, outcome, contrast, parity), `cla
 direction, not_reproduced, inconclusive, not_run), `why` (the kind of inconclusive, or the seed cap), `reason`,
 `seeds` (model → seeds of the setting used), `pairs` (contrasts and parities: `{a, b, measured, verdict, why,
 separation}`), `separation` (the weakest pair's `{method, statistic, p_value, interval, confidence, seeds}`, or
-null), `scaled` (the scale phrase, or null) and `runs` (the run folders it rests on, relative to the report).
+null), `scaled` (the scale phrase, or null), `runs` (the run folders it rests on, relative to the report) and
+`would_change` (what evidence would move the verdict).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from .findings import Assessment
+from .findings import Assessment, what_would_change
 from .papers import DIRECTION_ONLY, INCONCLUSIVE, NOT_REPRODUCED, NOT_RUN, REPRODUCED
 from .runs import scale_text
 
@@ -42,6 +43,7 @@ def finding_object(assessment: Assessment, output_dir: Path) -> dict:
         "separation": weakest,
         "scaled": scale_text(assessment.scaled) if assessment.scaled else None,
         "runs": runs,
+        "would_change": what_would_change(assessment),
     }
 
 
