@@ -33,7 +33,9 @@ sweep, and the same command runs unchanged on a cluster node). A point whose `me
 with a completed checkpoint continues with `--resume`, one that died before its first checkpoint restarts with
 `--overwrite`; so rerunning a sweep finishes what is missing. A finished or resumable point whose saved settings
 differ from what the spec now gives it (the `base` was edited) is `changed`: the sweep refuses to start, listing the
-differences, unless `--rerun-changed` trains those points again from scratch.
+differences, unless `--rerun-changed` trains those points again from scratch. A point whose only difference is a
+longer run (more `max_steps` or `epochs`) is `extend`ed instead: it continues from its last checkpoint with the
+schedule recomputed for the new length, never warming up again (`train.py --resume --allow-changed-settings`).
 
 Several sweep processes may work on one spec at once (a second `--jobs 1` process adds a worker; machines that
 share the output folder each run one): a point is claimed by `<output_root>/<name>.lock` while it trains, and the
@@ -218,7 +220,8 @@ def check_points(points: list[Point]) -> None:
 
 def point_state(run_dir: Path, settings: dict | None = None) -> str:
     """`finished` (metrics.json and model/), `resume` (a completed checkpoint), `restart` (started, no checkpoint) or
-    `new`; `changed` where a finished or resumable run's saved settings differ from `settings` (:func:`saved_changes`).
+    `new`; `changed` where a finished or resumable run's saved settings differ from `settings` (:func:`saved_changes`),
+    or `extend` where the only difference is a longer run (:func:`lengthens`) and a checkpoint is there to go on from.
 
     A `metrics.json` that does not parse as a JSON object is not a finished run, and neither is one without `model/`
     beside a checkpoint: a run killed while exporting its model resumes, which exports it (`finish_run`).
@@ -226,10 +229,24 @@ def point_state(run_dir: Path, settings: dict | None = None) -> str:
     checkpoint = latest_checkpoint(run_dir)
     finished = metrics_file_is_whole(run_dir) and ((run_dir / "model").is_dir() or checkpoint is None)
     if finished or checkpoint is not None:
-        if settings is not None and saved_changes(run_dir, settings):
-            return "changed"
+        changes = saved_changes(run_dir, settings) if settings is not None else {}
+        if changes:
+            return "extend" if checkpoint is not None and lengthens(changes) else "changed"
         return "finished" if finished else "resume"
     return "restart" if run_dir.is_dir() and any(run_dir.iterdir()) else "new"
+
+
+EXTENDABLE: tuple[str, ...] = ("max_steps", "epochs")
+"""Settings a finished or interrupted point may grow: it continues from its last checkpoint (`train.py --resume
+--allow-changed-settings`, whose schedule is recomputed for the new length without warming up again)."""
+
+
+def lengthens(changes: dict) -> bool:
+    """Whether `changes` (field -> `(saved, now)`) only make the run longer: more `max_steps` or `epochs`, with the
+    other of the two unchanged."""
+    return bool(changes) and set(changes) <= set(EXTENDABLE) and all(
+        isinstance(old, (int, float)) and isinstance(new, (int, float)) and new > old for old, new in changes.values()
+    )
 
 
 def metrics_file_is_whole(run_dir: Path) -> bool:
@@ -268,7 +285,8 @@ def point_command(spec: SweepSpec, point: Point) -> list[str]:
     """The command that trains `point` from where its run folder stands."""
     config = Path(spec.output_root) / f"{point.name}.yaml"
     state = point_state(Path(point.arguments["output_dir"]), point.settings)
-    flag = {"resume": ["--resume"], "restart": ["--overwrite"], "changed": ["--overwrite"]}.get(state, [])
+    flag = {"resume": ["--resume"], "restart": ["--overwrite"], "changed": ["--overwrite"],
+            "extend": ["--resume", "--allow-changed-settings"]}.get(state, [])  # fmt: skip
     entry = ["accelerate", "launch", *map(str, spec.accelerate), "-m"] if spec.accelerate else [sys.executable, "-m"]
     return [*entry, "hf_icl.train", "--config", str(config), "--output-dir", point.arguments["output_dir"], *flag]
 
@@ -419,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
             check_points(points)
             for point in points:
                 state = point_state(Path(point.arguments["output_dir"]), point.settings)
-                if state == "changed":
+                if state in ("changed", "extend"):
                     state += ": " + describe_changes(saved_changes(Path(point.arguments["output_dir"]), point.settings))
                 print(f"{point.name}  [{state}]\n    {' '.join(point_command(spec, point))}")
             print(f"{len(points)} points")
