@@ -232,3 +232,23 @@ def test_check_fails_on_a_changed_metrics_file_a_finding_uses(tmp_path, monkeypa
     assert stop.value.code == 1
     err = capsys.readouterr().err
     assert "results/P5.md: line" in err and "results/findings.json" in err
+
+
+def test_ones_own_sweep_gets_mean_sd_over_seeds_and_no_paper_findings(tmp_path):
+    """A 2 × 2 sweep with 2 seeds per point: REPORT.md has one row per grid point with mean ± sd and n = 2, a figure
+    with error bars (one test length is enough), and no paper pages unless --papers."""
+    from hf_icl.report import main as report_main
+
+    for architecture in ("transformer", "mamba"):
+        for lr, accuracy in ((1e-3, 0.6), (3e-3, 0.8)):
+            for seed in (0, 1):
+                name = f"architecture={architecture},lr={lr},seed={seed}"
+                write_run(tmp_path / "sweep" / name, "mqar", architecture, {"accuracy": accuracy + 0.02 * seed},
+                          seed=seed, lr=lr, test={"per_length": {"64": accuracy + 0.02 * seed}})  # fmt: skip
+    report_main([str(tmp_path / "sweep"), "--output", str(tmp_path / "report")])
+    summary = (tmp_path / "report" / "REPORT.md").read_text()
+    assert "| `architecture=mamba,lr=0.003` | `sweep` | mqar | mamba | 2 | 0.81 ± 0.014 |" in summary, summary
+    assert "8 runs in 1 experiments" in summary and (tmp_path / "report" / "report_figures" / "settings.png").is_file()
+    assert not (tmp_path / "report" / "P1.md").exists() and not (tmp_path / "report" / "findings.json").exists()
+    report_main([str(tmp_path / "sweep"), "--output", str(tmp_path / "papers"), "--papers"])
+    assert (tmp_path / "papers" / "P1.md").is_file() and (tmp_path / "papers" / "findings.json").is_file()

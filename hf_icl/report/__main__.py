@@ -14,7 +14,9 @@ reason. A report is never written from no runs, nor over a `REPORT.md` built fro
 `--collect RUNS_DIR` first copies each run's metrics and `summary.md` (not its checkpoints) to
 `RUNS_DIR/<experiment>/<run>/`, then reports on everything in RUNS_DIR: that is how runs made under the ignored
 `outputs/` folder join the committed report. `--readme FILE` rewrites the findings table between the headline
-markers of FILE:
+markers of FILE. The papers' findings are rated for the repository's `docs/results`, with `--readme` or with
+`--papers`; any other folder (one's own sweep) gets `REPORT.md` as a table of its settings, every test metric as mean
+± sd over the seeds with n, and a figure with error bars:
 
     python -m hf_icl.report outputs/sweeps/regbench-ngram-heads --collect docs/results --output docs/results
     python -m hf_icl.report docs/results --output docs/results --readme README.md   # regenerate from the committed runs
@@ -45,6 +47,11 @@ def collect(run_paths: list[str], destination: Path) -> int:
     return len(records)
 
 
+def is_repository_results(path: str | Path) -> bool:
+    """Whether `path` is this repository's committed `docs/results` (where the papers' findings are rated)."""
+    return Path(path).resolve() == Path(__file__).resolve().parents[2] / "docs" / "results"
+
+
 def runs_in_report(path: Path) -> int | None:
     """How many runs an existing REPORT.md was built from (its "N runs in M experiments" line), if it says."""
     if not path.is_file():
@@ -72,6 +79,9 @@ def build_parser() -> CommandLineParser:
                              "README number (RUN_DIR/claims.yaml) the runs do not regenerate or back")  # fmt: skip
     parser.add_argument("--collect", type=Path, metavar="RUNS_DIR", help="copy the runs' metrics here first")
     parser.add_argument("--readme", type=Path, metavar="FILE", help="rewrite FILE's headline findings table")
+    parser.add_argument("--papers", action="store_true",
+                        help="rate the five papers' findings (the default only for the repository's docs/results "
+                             "or with --readme); otherwise: the sweep's settings, mean ± sd over seeds")  # fmt: skip
     parser.add_argument("--allow-fewer-runs", action="store_true",
                         help="replace a report in --output that was built from more runs than this one")  # fmt: skip
     return parser
@@ -117,7 +127,8 @@ def main(argv: list[str] | None = None) -> dict:
             parser.fail(f"argument --output: {args.output / 'REPORT.md'} was built from {before} runs and these "
                         f"arguments hold {found}: add --collect, or pass --allow-fewer-runs to replace it")  # fmt: skip
         command = f"python -m hf_icl.report {' '.join(sources)} --output {args.output}"
-        counts = build_report(sources, args.output, command, readme=args.readme)
+        papers = args.papers or args.readme is not None or any(map(is_repository_results, sources))
+        counts = build_report(sources, args.output, command, readme=args.readme, papers=papers)
     except (FileNotFoundError, ValueError) as err:
         parser.fail(err)
     print(f"wrote {args.output / 'REPORT.md'}, the paper pages and their HTML from {counts['runs']} runs")

@@ -40,6 +40,7 @@ from .runs import (  # noqa: E402
 from .runs import __doc__ as GROUPING  # noqa: E402
 from .separation import __doc__ as SEPARATION  # noqa: E402
 from .studies import Study, find_studies  # noqa: E402
+from .sweep_page import sweep_summary  # noqa: E402
 from .trivial import vacuous  # noqa: E402
 
 FIGURES = "report_figures"
@@ -277,8 +278,9 @@ def headline_table(numbers: PaperNumbers, assessments: list[Assessment], prefix:
 
 def build_report(run_paths: list, output_dir: str | Path, command: str, numbers: PaperNumbers | None = None,
                  readme: str | Path | None = None, place: Path | None = None,
-                 readme_place: Path | None = None, draw: bool = True) -> dict:  # fmt: skip
-    """Write `REPORT`, `P1` … `P5` and `runs` (`.md` and `.html`) and `report_figures/*.png` to `output_dir`.
+                 readme_place: Path | None = None, draw: bool = True, papers: bool = True) -> dict:  # fmt: skip
+    """Write `REPORT`, `P1` … `P5` and `runs` (`.md` and `.html`) and `report_figures/*.png` to `output_dir`; with
+    `papers=False` (one's own sweep), `REPORT` is the settings' mean ± sd over seeds (`sweep_page.py`) and `runs`.
 
     Args:
         run_paths: run folders, or folders holding run folders at any depth.
@@ -289,6 +291,7 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
         place, readme_place: where the pages and the README will live, if elsewhere (`--check` builds in a
             temporary folder): the links of `findings.json` and the README's block are relative to them.
         draw: whether to draw the figures (`--check` compares the pages only).
+        papers: rate the papers' findings (pages `P1` … `P5`, `findings.json`, the README block).
 
     Returns:
         `{"runs": n, "<paper>": {verdict: findings}}`.
@@ -301,12 +304,25 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
     created = [folder for folder in (figures, *figures.parents) if not folder.exists()]  # innermost first
     figures.mkdir(parents=True, exist_ok=True)
     try:
+        if not papers:
+            return write_sweep_pages(records, output_dir, command, draw)
         return write_pages(records, output_dir, command, numbers, readme, studies, place, readme_place, draw)
     except BaseException:  # a failed report leaves none of the folders it made empty behind
         for folder in created:
             if folder.is_dir() and not any(folder.iterdir()):
                 folder.rmdir()
         raise
+
+
+def write_sweep_pages(records: list[RunRecord], output_dir: Path, command: str, draw: bool = True) -> dict:
+    """`REPORT` (the settings of one's own sweep) and `runs`, as Markdown and HTML."""
+    documents = {"REPORT": sweep_summary(records, output_dir, command, FIGURES, draw),
+                 "runs": runs_document(records, output_dir, draw)}  # fmt: skip
+    nav = [("summary", "REPORT.html"), ("runs", "runs.html")]
+    for name, document in documents.items():
+        write_text_atomic(output_dir / f"{name}.md", document.to_markdown())
+        write_text_atomic(output_dir / f"{name}.html", document.to_html(f"hf_icl report: {name}", nav))
+    return {"runs": len(records)}
 
 
 def write_pages(records: list[RunRecord], output_dir: Path, command: str, numbers: PaperNumbers,
@@ -352,25 +368,7 @@ def write_pages(records: list[RunRecord], output_dir: Path, command: str, number
     documents["REPORT"] = doc
     for paper in numbers.papers:
         documents[paper] = paper_page(paper, numbers, assessments, lines, records, output_dir, draw)
-    runs = Document()
-    runs.heading(1, "Runs")
-    runs.paragraph("Every committed training run the report reads, by experiment (test-split numbers of the model). "
-                   "`CPU min` is `train.cpu_time_s` over all of the run's threads.")  # fmt: skip
-    late = over_budget(records)
-    timed = sum(budget_minutes(r) is not None for r in records)
-    runs.paragraph(f"**Over the {CPU_BUDGET_MINUTES}-minute budget of a CPU run:** {len(late)} of {timed} runs that "
-                   f"recorded their CPU time need more than {CPU_BUDGET_MINUTES} minutes on their own cores (CPU time "
-                   "over their threads, at most 2), marked *(over)* below"
-                   + (": " + ", ".join(f"`{r.experiment}` / `{r.name}` ({budget_minutes(r):.0f} min)" for r in late)
-                      if late else "") + ".")  # fmt: skip
-    for experiment in experiments:
-        group = [r for r in records if r.experiment == experiment]
-        runs.heading(2, f"`{experiment}`")
-        runs.table(*run_table(group))
-        figure = f"{FIGURES}/runs_{slug(experiment)}.png"
-        if curve_figure(output_dir / figure, group, experiment, draw):
-            runs.image(figure, f"{experiment}: by length or by example")
-    documents["runs"] = runs
+    documents["runs"] = runs_document(records, output_dir, draw)
     write_text_atomic(output_dir / "findings.json", findings_text(assessments, place))
     for name, document in documents.items():
         write_text_atomic(output_dir / f"{name}.md", document.to_markdown())
@@ -384,6 +382,29 @@ def write_pages(records: list[RunRecord], output_dir: Path, command: str, number
     for paper in numbers.papers:
         counts[paper] = dict(Counter(a.verdict for a in assessments if a.finding.paper == paper))
     return counts
+
+
+def runs_document(records: list[RunRecord], output_dir: Path, draw: bool = True) -> Document:
+    """The runs page: every run by experiment, the runs over the CPU budget, a figure per experiment."""
+    runs = Document()
+    runs.heading(1, "Runs")
+    runs.paragraph("Every committed training run the report reads, by experiment (test-split numbers of the model). "
+                   "`CPU min` is `train.cpu_time_s` over all of the run's threads.")  # fmt: skip
+    late = over_budget(records)
+    timed = sum(budget_minutes(r) is not None for r in records)
+    runs.paragraph(f"**Over the {CPU_BUDGET_MINUTES}-minute budget of a CPU run:** {len(late)} of {timed} runs that "
+                   f"recorded their CPU time need more than {CPU_BUDGET_MINUTES} minutes on their own cores (CPU time "
+                   "over their threads, at most 2), marked *(over)* below"
+                   + (": " + ", ".join(f"`{r.experiment}` / `{r.name}` ({budget_minutes(r):.0f} min)" for r in late)
+                      if late else "") + ".")  # fmt: skip
+    for experiment in sorted({r.experiment for r in records}):
+        group = [r for r in records if r.experiment == experiment]
+        runs.heading(2, f"`{experiment}`")
+        runs.table(*run_table(group))
+        figure = f"{FIGURES}/runs_{slug(experiment)}.png"
+        if curve_figure(output_dir / figure, group, experiment, draw):
+            runs.image(figure, f"{experiment}: by length or by example")
+    return runs
 
 
 def study_row(study: Study, output_dir: Path) -> list[str]:
