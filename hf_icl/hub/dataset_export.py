@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import ast
 import dataclasses
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -49,24 +50,42 @@ def data_file(config: str, split: str) -> str:
     return f"{config}/{split}-00000-of-00001.parquet"
 
 
-def front_matter(configs: Iterable[str], default: str | None = None, splits=SPLITS, **metadata) -> dict:
+def content_fingerprint(output: Path, config: str, splits=SPLITS) -> str:
+    """SHA-256 (16 hex digits) of one config's split files as written in `output`."""
+    digest = hashlib.sha256()
+    for split in splits:
+        with open(output / data_file(config, split), "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()[:16]
+
+
+def front_matter(
+    configs: Iterable[str], default: str | None = None, splits=SPLITS, fingerprints: Mapping[str, str] | None = None,
+    **metadata,
+) -> dict:  # fmt: skip
     """YAML front matter of the card: ``metadata`` first, then ``configs:`` with every config's data files.
 
     Args:
         configs: config names, in the order to list them.
         default: config marked ``default: true`` (none if ``None``).
         splits: split names every config has.
+        fingerprints: config name -> :func:`content_fingerprint`, written as the config's ``description``: the
+            ``datasets`` cache of a local folder is keyed on the card's configs (not on the files), so a re-export
+            with other rows must change them, or ``load_dataset`` keeps returning the old rows.
         **metadata: other card fields (``pretty_name``, ``license``, ``tags``, ...).
 
     Returns:
         The front matter as a dict.
     """
+    fingerprints = fingerprints or {}
     return {
         **metadata,
         "configs": [
             {
                 "config_name": name,
                 **({"default": True} if name == default else {}),
+                **({"description": f"content fingerprint {fingerprints[name]}"} if name in fingerprints else {}),
                 "data_files": [{"split": s, "path": data_file(name, s)} for s in splits],
             }
             for name in configs
@@ -113,13 +132,14 @@ def build_configs(builders: Mapping[str, Any], statistics: Callable) -> tuple[di
     return built, used, stats
 
 
-def write_folder(output: Path, datasets_by_config: Mapping, readme: str, splits=SPLITS) -> Path:
+def write_folder(output: Path, datasets_by_config: Mapping, readme: str | Callable[[], str], splits=SPLITS) -> Path:
     """Writes every config's splits as parquet (each config folder replaced atomically), then the README atomically.
 
     Args:
         output: destination folder (created).
         datasets_by_config: config name -> ``DatasetDict`` holding at least ``splits``.
-        readme: output of :func:`render_readme`.
+        readme: output of :func:`render_readme`, or a function returning it once the files are written (a card
+            holding their :func:`content_fingerprint`).
         splits: split names to write.
 
     Returns:
@@ -134,7 +154,7 @@ def write_folder(output: Path, datasets_by_config: Mapping, readme: str, splits=
                 dataset[split].to_parquet(str(folder / Path(data_file(name, split)).name))
 
         write_folder_atomic(output / name, write_config)
-    write_text_atomic(output / "README.md", readme)
+    write_text_atomic(output / "README.md", readme() if callable(readme) else readme)
     return output
 
 
@@ -354,7 +374,6 @@ class DatasetExport:
                 stats[(name, split)] = self.statistics(split_from_parquet(output, name, split))
         order = [name for name in self.configs if name in used]
         default = self.default_config if self.default_config in used else order[0]
-        front = front_matter(order, default, **self.card_metadata, **{EXPORT_RECORD: {n: record[n] for n in order}})
         distinct = {repr(sorted(record[n].items())) for n in order}
         note = overrides if len(distinct) == 1 else {name: record[name] for name in order if record[name]}
         body = self.render_body(
@@ -362,7 +381,14 @@ class DatasetExport:
             {(name, split): stats[(name, split)] for name in order for split in SPLITS},
             note,
         )
-        return write_folder(output, built, render_readme(front, body))
+
+        def card() -> str:  # once every config's files are in place: their fingerprints key the datasets cache
+            prints = {name: content_fingerprint(output, name) for name in order}
+            record_field = {EXPORT_RECORD: {n: record[n] for n in order}}
+            return render_readme(front_matter(order, default, fingerprints=prints, **self.card_metadata,
+                                              **record_field), body)  # fmt: skip
+
+        return write_folder(output, built, card)
 
     def parser(self, prog: str | None = None, default_configs: list[str] | None = None) -> argparse.ArgumentParser:
         """``--output``, ``--configs``, one option per override, ``--replace-configs``, ``--cache-dir``,
