@@ -66,6 +66,32 @@ shapes = dict(
 
 @settings(max_examples=25, deadline=None)
 @given(**shapes, gated=st.booleans(), strength=st.sampled_from([0.01, 1.0, 30.0]))
+def test_the_delta_rules_shared_products_equal_the_general_form(seed, length, chunk, dk, dv, gated, strength):
+    """`b_scale` (b = s ⊙ k: k's (C, C) products serve b, one product for the transition and the update) is the
+    general chunked form, forward and gradients, with and without the gate and with an initial state."""
+    gen, q, k, v, beta = random_inputs(seed, 2, 2, length, dk, dv)
+    log_alpha = -strength * torch.rand(2, 2, length, 1, generator=gen, dtype=torch.float64) if gated else None
+    scale = -1.0 if log_alpha is None else -log_alpha.exp()
+    start = torch.randn(2, 2, dk, dv, generator=gen, dtype=torch.float64)
+    leaves = [x.clone().requires_grad_() for x in (q, k, v, beta)]
+
+    def run(shared):
+        q_, k_, v_, beta_ = (x.float() for x in leaves)
+        key = beta_ * k_
+        out, state = dplr_chunked(q_, key, v_, k_, scale * key, log_alpha, chunk, start.float(),
+                                  b_scale=scale if shared else None)  # fmt: skip
+        grads = torch.autograd.grad((out.sum() + state.square().sum()), leaves)
+        return out, state, grads
+
+    (out, state, grads), (ref, ref_state, ref_grads) = run(True), run(False)
+    torch.testing.assert_close(out, ref, atol=2e-5, rtol=1e-5)
+    torch.testing.assert_close(state, ref_state, atol=2e-5, rtol=1e-5)
+    for grad, ref_grad in zip(grads, ref_grads):
+        torch.testing.assert_close(grad, ref_grad, atol=1e-4, rtol=1e-4)
+
+
+@settings(max_examples=25, deadline=None)
+@given(**shapes, gated=st.booleans(), strength=st.sampled_from([0.01, 1.0, 30.0]))
 def test_chunked_delta_rule_equals_the_papers_recurrence(seed, length, chunk, dk, dv, gated, strength):
     gen, q, k, v, beta = random_inputs(seed, 2, 2, length, dk, dv)
     log_alpha = -strength * torch.rand(2, 2, length, 1, generator=gen, dtype=torch.float64) if gated else None
