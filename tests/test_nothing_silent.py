@@ -504,3 +504,52 @@ def test_evaluate_names_a_damaged_checkpoint_file_before_any_work(finished_run, 
     argv = ["--checkpoint", str(folder), "--task", "regbench", "--output-dir", str(tmp_path / "eval")]
     assert_one_line_error(call(hf_icl.evaluate.main, argv), "argument --checkpoint", str(folder), *fragments)
     assert not (tmp_path / "eval").exists()
+
+
+# ---- item 6: every split is checked against the model before training ---------------------------------------------
+
+
+def test_a_test_split_past_the_models_positions_fails_before_training(tmp_path):
+    """The training probe saw training lengths only: the run trained to the end, then the test evaluation (lengths
+    up to test_max_length) raised, and neither metrics.json nor model/ was written (--resume repeated it)."""
+    small = ["--task-option", "n_per_length=2", "--task-option", "n_validation=4", "--task-option",
+             "test_max_length=60", "--n-train", "16"]  # fmt: skip
+    argv = ["--task", "parity_check", "--architecture", "transformer", "--preset", "tiny", "--report-to", "none",
+            "--threads", "1", "--max-steps", "2", "--override", "max_position_embeddings=50", *small]  # fmt: skip
+    outcome = call(train_main, [*argv, "--output-dir", str(tmp_path / "run")])
+    assert outcome.escaped is None and outcome.status == 2, (outcome.status, outcome.err[-2000:], outcome.escaped)
+    (error,) = [line for line in outcome.err.replace("\r", "\n").split("\n") if "error:" in line]  # data bars aside
+    assert "argument --override" in error and "cannot take the test split's longest row" in error, error
+    assert "covers only max_position_embeddings=50" in error and "Traceback" not in outcome.err
+    assert not (tmp_path / "run").exists()
+    fits = train_main([*argv[:-2], "--override", "max_position_embeddings=64", "--output-dir", str(tmp_path / "ok")])
+    assert fits["train"]["steps"] == 2 and (tmp_path / "ok" / "model").is_dir()
+
+    import hf_icl.evaluate  # evaluate's task options against the checkpoint: one line, not a traceback mid-scoring
+
+    longer = ["--checkpoint", str(tmp_path / "ok" / "model"), "--task", "parity_check", "--task-option",
+              "test_max_length=80", "--output-dir", str(tmp_path / "eval")]  # fmt: skip
+    outcome = call(hf_icl.evaluate.main, longer)
+    assert outcome.escaped is None and outcome.status == 2, (outcome.status, outcome.err[-2000:], outcome.escaped)
+    (error,) = [line for line in outcome.err.replace("\r", "\n").split("\n") if "error:" in line]
+    assert "argument --task-option" in error and "cannot take the test split's longest row" in error, error
+    assert "covers only max_position_embeddings=64" in error and not (tmp_path / "eval").exists()
+
+
+def test_evaluate_says_when_a_live_run_is_rewriting_the_checkpoint(finished_run, tmp_path):
+    """evaluate racing a train.py --overwrite of the same run gave a misleading repo-id message."""
+    import socket
+
+    import hf_icl.evaluate
+    from hf_icl.training.run_lock import LOCK_FILE
+
+    run = tmp_path / "run"
+    shutil.copytree(finished_run[0], run)
+    (run / "model" / "model.safetensors").unlink(missing_ok=True)  # the moment an --overwrite has cleared it
+    argv = ["--checkpoint", str(run / "model"), "--task", "regbench", "--output-dir", str(tmp_path / "eval")]
+    (run / LOCK_FILE).write_text(f"{os.getpid()} on {socket.gethostname()}\n")  # a live holder (this process)
+    assert_one_line_error(call(hf_icl.evaluate.main, argv), "has no weights", f"a train.py process (pid {os.getpid()}",
+                          "may be rewriting it")  # fmt: skip
+    (run / LOCK_FILE).write_text(f"{2**22 + 12345} on {socket.gethostname()}\n")  # its holder is gone
+    line = assert_one_line_error(call(hf_icl.evaluate.main, argv), "has no weights")
+    assert "rewriting" not in line

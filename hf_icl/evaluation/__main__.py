@@ -31,7 +31,8 @@ from ..validation import (
     naming,
     one_line,
 )
-from .checkpoint_files import check_checkpoint_files, check_weights_fit, safetensors_files, skeleton
+from .checkpoint_files import check_checkpoint_files, check_weights_fit, rewriting_note, safetensors_files, skeleton
+from .split_probe import probe_evaluation_splits
 
 EVALUATE_LIMITS = {
     "n_train": OPTIONAL_POSITIVE_INT,
@@ -189,12 +190,12 @@ def main(argv=None) -> dict:
     try:
         checkpoint, output_dir, request = check_arguments(args)
     except (ValueError, OSError) as err:
-        parser.fail(err)
+        parser.fail(f"{err}{rewriting_note(Path(args.checkpoint))}")
     family = family_of(args.task)
     try:  # before the data: a config that does not fit its weights fails now, naming the files
         model = load_checked_model(family.head, checkpoint)
     except ValueError as err:
-        parser.fail(err)
+        parser.fail(f"{err}{rewriting_note(checkpoint)}")
     data = family.prepare_data(request)  # the splits (and tokenizer) the run trained on, rebuilt from the seed
     try:
         own_tokenizer = check_checkpoint_fits(checkpoint, data, args.task)
@@ -206,6 +207,10 @@ def main(argv=None) -> dict:
         data.splits[args.split] = data.splits[args.split].select(
             range(min(args.max_rows, len(data.splits[args.split])))
         )
+    problem = probe_evaluation_splits(args.task, family, data, model, (args.split,))  # one row, before the work
+    if problem is not None:
+        flag = "--task-option" if args.task_option else "--checkpoint"
+        parser.fail(f"argument {flag}: the model of {checkpoint} cannot take {problem}")
     results = family.evaluate(EvalRequest(args.task, model, data, args.split, args.batch_size))
     metrics = {
         "task": args.task,

@@ -120,3 +120,25 @@ def skeleton(head: str, config):
             return build_model(head, config)
     except Exception:  # an initialiser that needs real numbers (numpy): build it for real, it is dropped at once
         return build_model(head, config)
+
+
+def rewriting_note(checkpoint: Path) -> str:
+    """`"; a train.py process (pid P on H) holds RUN now: ..."` when a live process of this host holds the lock of the
+    run folder around `checkpoint` (a `train.py --overwrite` replacing it), else `""`. Read, never locked."""
+    import os
+    import socket
+
+    from ..training.run_lock import LOCK_FILE
+
+    lock = Path(checkpoint).resolve().parent / LOCK_FILE
+    try:
+        pid, _, host = lock.read_text(encoding="utf-8").strip().partition(" on ")
+        if host != socket.gethostname():
+            return ""
+        os.kill(int(pid), 0)  # signal 0: only checks that the process exists
+    except (OSError, ValueError):
+        return ""
+    return (
+        f"; a train.py process (pid {pid} on {host}) holds {lock.parent} now and may be rewriting it: evaluate it "
+        "once that run has ended"
+    )

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 
 from ..architectures import config_for
 from ..architectures.heads import build_model
+from ..evaluation.split_probe import probe_evaluation_splits
 from ..evaluation.tables import markdown_table
 from ..modeling.ngram_blocks import ngram_heads_label
 from ..modeling.states import state_size_report
@@ -241,6 +242,23 @@ def probe_model(run: Run, model, stream, total_steps: int) -> None:
                 ) from None
 
 
+def probe_splits(run: Run, model) -> None:
+    """Score the longest row of the validation and test splits with the untrained model (`evaluation.split_probe`), so
+    an evaluation split past the model's positions fails now, not after training.
+
+    Raises:
+        RunSetupError: naming `--override` or `--preset`, the split and the model's message.
+    """
+    with preserved_random_state():
+        problem = probe_evaluation_splits(run.args.task, run.family, run.data, model)
+    if problem is not None:
+        args = run.args
+        raise RunSetupError(
+            f"argument {'--override' if args.overrides else '--preset'}: the {args.architecture} model ({args.preset}"
+            f"{', ' + str(args.overrides) if args.overrides else ''}) cannot take {problem}"
+        )
+
+
 def total_loss(run: Run, model, batch) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """The family's objective plus the weighted auxiliary losses; returns the total and each named term."""
     result = run.family.objective(model, batch)
@@ -318,6 +336,7 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None, chan
             "shards; drop --eval-every under FSDP (the final evaluation still runs)"
         )
     probe_model(run, model, stream, total_steps)
+    probe_splits(run, model)
     claim_run_folder(run)
     optimizer = build_optimizer(model, args)
     clock = TrainingClock(args.max_train_minutes)
