@@ -553,3 +553,22 @@ def test_evaluate_says_when_a_live_run_is_rewriting_the_checkpoint(finished_run,
     (run / LOCK_FILE).write_text(f"{2**22 + 12345} on {socket.gethostname()}\n")  # its holder is gone
     line = assert_one_line_error(call(hf_icl.evaluate.main, argv), "has no weights")
     assert "rewriting" not in line
+
+
+@pytest.mark.parametrize("field, value, said", [("lr", -1.0, "lr=-1.0 is not allowed"),
+                                                ("batch_size", "32", "batch_size='32' is not allowed")])  # fmt: skip
+def test_a_bad_value_in_the_marker_is_blamed_on_the_marker(finished_run, field, value, said, tmp_path):
+    """It was "argument --lr: ..." for a resume that passed no --lr."""
+    import json
+
+    from hf_icl.training.checkpoints import RUN_MARKER
+
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run[0], folder)
+    marker = json.loads((folder / RUN_MARKER).read_text())
+    marker["run_config"][field] = value
+    (folder / RUN_MARKER).write_text(json.dumps(marker))
+    before = snapshot(folder)
+    outcome = call(train_main, ["--output-dir", str(folder), "--resume"])
+    assert_one_line_error(outcome, "argument --resume", f"{folder / RUN_MARKER} holds a bad saved setting", said)
+    assert snapshot(folder) == before

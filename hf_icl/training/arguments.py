@@ -573,7 +573,7 @@ def resume_settings(args: RunArguments, given: dict) -> tuple[RunArguments, dict
     Raises:
         ValueError: a damaged marker, or changed settings (naming them).
     """
-    from .checkpoints import RESUME_FIELDS, read_run_marker
+    from .checkpoints import RESUME_FIELDS, RUN_MARKER, read_run_marker
 
     folder = args.resolved_output_dir()
     marker = read_run_marker(folder)
@@ -581,6 +581,15 @@ def resume_settings(args: RunArguments, given: dict) -> tuple[RunArguments, dict
         return args, {}
     known = {f.name for f in fields(RunArguments)}
     saved = {key: value for key, value in marker["run_config"].items() if key in known}
+    try:  # a bad saved value is the marker's fault, not that of a flag the user never passed
+        check_field_values(RunArguments, saved)
+        ranged = {name: RUN_LIMITS[name] for name in saved if name in RUN_LIMITS}
+        check_limits(saved, ranged, dict.fromkeys(ranged, "--resume"))
+    except ValueError as err:
+        raise ValueError(
+            f"argument --resume: {folder / RUN_MARKER} holds a bad saved setting "
+            f"({str(err).removeprefix('argument --resume: ')}): restore it, or pass --overwrite to start the run again"
+        ) from None
     legacy = {name: marker["run_config"][name] for name in LEGACY_TASK_OPTIONS if name in marker["run_config"]}
     if legacy and saved.get("task") in list_tasks():  # saved before they became task options
         saved["task_options"] = run_task_options(saved["task"], saved.get("task_options") or {}, legacy)
