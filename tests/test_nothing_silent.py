@@ -5,6 +5,7 @@ the argument it refuses."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -572,3 +573,49 @@ def test_a_bad_value_in_the_marker_is_blamed_on_the_marker(finished_run, field, 
     outcome = call(train_main, ["--output-dir", str(folder), "--resume"])
     assert_one_line_error(outcome, "argument --resume", f"{folder / RUN_MARKER} holds a bad saved setting", said)
     assert snapshot(folder) == before
+
+
+# ---- item 8: generated cases of the strict YAML rules --------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+KEYS = st.lists(st.from_regex(r"[a-z][a-z_]{0,7}", fullmatch=True), min_size=1, max_size=6, unique=True)
+
+
+@given(keys=KEYS, data=st.data())
+def test_any_key_given_twice_is_named_with_both_lines(keys, data):
+    from hf_icl.strict_yaml import StrictYAMLError, read_yaml
+
+    twice = data.draw(st.sampled_from(keys))
+    lines = [f"{key}: {i}" for i, key in enumerate(keys)]
+    at = data.draw(st.integers(keys.index(twice) + 1, len(lines)))
+    lines.insert(at, f"{twice}: again")
+    with pytest.raises(StrictYAMLError, match=rf"key '{twice}' is given twice, at lines {keys.index(twice) + 1} and "
+                       rf"{at + 1}"):  # fmt: skip
+        read_yaml("\n".join(lines))
+    assert read_yaml("\n".join(lines[:at] + lines[at + 1 :])) == {key: i for i, key in enumerate(keys)}
+
+
+@given(value=st.floats(allow_nan=False, allow_infinity=False))
+def test_exponent_notation_reads_back_as_the_number(value):
+    from hf_icl.strict_yaml import read_yaml
+
+    assert read_yaml(f"lr: {value:e}") == {"lr": float(f"{value:e}")}
+
+
+@given(text=st.from_regex(r"[-+]?[0-9_.]{0,4}[eE][-+]?[0-9_]{0,2}", fullmatch=True))
+def test_a_number_like_word_is_a_number_or_refused_never_text(text):
+    """Unquoted, a word that starts like a number and has digits or dots before its exponent is a float or an error
+    naming the line, never text (`.e3` was text, or a float that failed to convert)."""
+    from hf_icl.strict_yaml import StrictYAMLError, read_yaml
+
+    # YAML picks a scalar's resolvers by its first character: only a word that starts like a number can be one
+    mantissa = re.split("[eE]", text, maxsplit=1)[0]
+    number_like = text[:1] in set("-+0123456789.") and any(c in "0123456789." for c in mantissa)
+    try:
+        value = read_yaml(f"x: {text}")["x"]
+    except StrictYAMLError as err:
+        assert number_like and f"{text!r} at line 1 is not a number" in str(err)
+    else:
+        assert isinstance(value, float) if number_like else value == text
