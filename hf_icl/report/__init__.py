@@ -1,8 +1,9 @@
 """The reproduction report (`python -m hf_icl.report`): run folders' `metrics.json` beside the papers' numbers, one
 verdict per finding."""
 
+from .assess import assess
 from .build import build_report, headline_table
-from .findings import Assessment, assess, select
+from .findings import Assessment, select
 from .papers import (
     PAPER_NUMBERS,
     VERDICTS,

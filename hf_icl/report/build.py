@@ -17,8 +17,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 from ..atomic_files import atomic_path, write_text_atomic  # noqa: E402
 from ..modeling.ngram_blocks import ngram_heads_label  # noqa: E402
 from . import findings as rules  # noqa: E402
+from .assess import assess  # noqa: E402
 from .document import Document  # noqa: E402
-from .findings import Assessment, Line, assess, fmt, ours_text, paper_text, select, tolerance_text, what_would_change  # noqa: E402
+from .findings import Assessment, Line, fmt, ours_text, paper_text, select, tolerance_text, what_would_change  # noqa: E402
 from .findings_json import VERDICT_KEYS, findings_text, verdict_counts  # noqa: E402
 from .papers import (  # noqa: E402
     MARKS,

@@ -291,12 +291,8 @@ def _rated(finding: Finding, entry: Entry, setting: Setting) -> tuple[str, str]:
     return seed_cap(verdict, len(seeds))
 
 
-def assess(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) -> Assessment:
-    """The verdict on one finding (see the module docstring)."""
-    if finding.kind in ("contrast", "parity"):
-        from .contrasts import assess_contrast
-
-        return assess_contrast(finding, numbers, records)
+def assess_numbers(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) -> Assessment:
+    """The verdict on a value or outcome finding (see the module docstring; contrasts: `contrasts.py`)."""
     result = Assessment(finding, NOT_RUN, "no run measures it")
     verdicts, reasons, whys, groups = [], [], [], {}
     for entry_id in finding.entries:  # numbers of one model (same task and match) share one selected setting
