@@ -619,3 +619,27 @@ def test_a_number_like_word_is_a_number_or_refused_never_text(text):
         assert number_like and f"{text!r} at line 1 is not a number" in str(err)
     else:
         assert isinstance(value, float) if number_like else value == text
+
+
+def test_a_run_killed_in_its_model_export_is_finished_by_resume(tmp_path):
+    """Killed for real (os._exit) with the weights half exported: metrics.json is there, model/ is not; the sweep sees
+    a point to resume, and --resume exports the model without training or evaluating again."""
+    import subprocess
+
+    from cli_entry_points import ROOT
+
+    from hf_icl.sweep import point_state
+
+    folder = tmp_path / "run"
+    command = [sys.executable, str(ROOT / "train.py"), *TINY_RUN, "--max-steps", "2", "--output-dir", str(folder)]
+    killed = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "OMP_NUM_THREADS": "1", "HF_ICL_TEST_KILL_IN_EXPORT": "1"})  # fmt: skip
+    assert killed.returncode == 137, killed.stderr[-2000:]
+    assert (folder / "metrics.json").is_file() and not (folder / "model").exists()
+    assert [p.name for p in folder.glob(".tmp-*-model")]  # the half-written export
+    assert point_state(folder) == "resume"
+    outcome = call(train_main, ["--output-dir", str(folder), "--resume"])
+    assert outcome.status == 0 and outcome.escaped is None, outcome.err[-2000:]
+    assert "exporting the model only" in outcome.out
+    assert (folder / "model" / "model.safetensors").is_file() and point_state(folder) == "finished"
+    assert not list(folder.glob(".tmp-*"))

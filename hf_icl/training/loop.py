@@ -49,6 +49,7 @@ from .schedules import TrainingClock, extension_cap, lr_multiplier, warmup_steps
 TRACKER_PACKAGES = {"trackio": ("trackio", "trackio"), "wandb": ("wandb", '"hf-icl[tracking]"')}
 """`--report-to` values whose package is optional: tracker -> (module, what to pip install)."""
 KILL_AT_STEP_ENV = "HF_ICL_TEST_KILL_AT_STEP"  # test hook: hard-exit after this step, as a SIGKILL would
+KILL_AT_EXPORT_ENV = "HF_ICL_TEST_KILL_IN_EXPORT"  # test hook: hard-exit once the model's weights are half exported
 
 
 def build_optimizer(model, args: RunArguments) -> torch.optim.Optimizer:
@@ -621,6 +622,8 @@ def finish_export(run: Run, model, metrics: dict) -> None:
 
     def write_checkpoint(folder: Path):
         model.save_pretrained(folder)
+        if os.environ.get(KILL_AT_EXPORT_ENV):
+            os._exit(137)
         if data.tokenizer is not None:
             data.tokenizer.save_pretrained(folder)
         config_name = getattr(data.config, "name", None)
