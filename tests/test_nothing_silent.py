@@ -643,3 +643,16 @@ def test_a_run_killed_in_its_model_export_is_finished_by_resume(tmp_path):
     assert "exporting the model only" in outcome.out
     assert (folder / "model" / "model.safetensors").is_file() and point_state(folder) == "finished"
     assert not list(folder.glob(".tmp-*"))
+
+
+@pytest.mark.parametrize("how", ["truncated weights", "no tokenizer.json", "no model_type"])
+def test_the_analysis_commands_name_a_damaged_checkpoint_file(finished_run, how, tmp_path):
+    from hf_icl.analysis.__main__ import main as analysis_main
+
+    folder = tmp_path / "model"
+    shutil.copytree(finished_run[0] / "model", folder)
+    damage_checkpoint(folder, how)
+    argv = ["attention", "--checkpoint", str(folder), "--output", str(tmp_path / "analysis")]
+    fragment = dict(CHECKPOINT_DAMAGE)[how][0]
+    assert_one_line_error(call(analysis_main, argv), "argument --checkpoint", str(folder), fragment)
+    assert not (tmp_path / "analysis").exists()

@@ -36,9 +36,15 @@ def training_record(folder: Path, flag: str = "--checkpoint") -> dict:
 
     Reads only `config.json`, so commands call it from `check_arguments`, before any work.
     """
+    from ..evaluation.checkpoint_files import check_checkpoint_files
+
     config_file = Path(folder) / "config.json"
     if not config_file.is_file():
         raise ValueError(f"argument {flag}: {str(folder)!r} has no config.json (expected <run>/model from train.py)")
+    try:  # damaged weights, tokenizer files or model_type: named now, not in a traceback (or a prompt) later
+        check_checkpoint_files(Path(folder))
+    except ValueError as err:
+        raise ValueError(f"argument {flag}: {err}") from None
     config = json.loads(config_file.read_text())
     run = config.get("hf_icl_run") or {}
     if run.get("task") not in REGBENCH_FAMILY.tasks:
