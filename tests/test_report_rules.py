@@ -200,8 +200,9 @@ def test_welch_by_hand():
 
 
 def test_check_names_a_changed_or_invented_readme_number(tmp_path):
-    from hf_icl.report.check import prose_problems
     from test_report import ROOT
+
+    from hf_icl.report.check import prose_problems
 
     readme = tmp_path / "README.md"
     text = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -252,3 +253,33 @@ def test_ones_own_sweep_gets_mean_sd_over_seeds_and_no_paper_findings(tmp_path):
     assert not (tmp_path / "report" / "P1.md").exists() and not (tmp_path / "report" / "findings.json").exists()
     report_main([str(tmp_path / "sweep"), "--output", str(tmp_path / "papers"), "--papers"])
     assert (tmp_path / "papers" / "P1.md").is_file() and (tmp_path / "papers" / "findings.json").is_file()
+
+
+def test_a_report_killed_while_its_pages_are_put_in_place_is_recognised(tmp_path, monkeypatch, capsys):
+    """The pages of one report are written as one step: a report that dies between two pages leaves its marker, the
+    next report says so and rewrites every page, and --check names the marker."""
+    from hf_icl.report import build as build_module
+    from hf_icl.report import main as report_main
+    from hf_icl.report.check import regeneration_problems
+
+    out = tmp_path / "results"  # runs and pages in one folder, as in docs/results
+    write_run(out / "exp" / "a", "regbench", "mamba", {"accuracy": 0.8, "tvd": 0.4})
+    written = []
+    real = build_module.write_text_atomic
+
+    def dying(path, text):
+        if len(written) == 3 and path.name != build_module.WRITING:
+            raise KeyboardInterrupt  # a kill between two pages
+        written.append(path)
+        real(path, text)
+
+    monkeypatch.setattr(build_module, "write_text_atomic", dying)
+    with pytest.raises(KeyboardInterrupt):
+        report_main([str(out), "--output", str(out), "--papers"])
+    assert (out / build_module.WRITING).is_file()
+    assert any("a report was interrupted" in p for p in regeneration_problems(out, None, "cmd"))
+    monkeypatch.setattr(build_module, "write_text_atomic", real)
+    capsys.readouterr()
+    report_main([str(out), "--output", str(out), "--papers"])
+    assert "the previous report was interrupted" in capsys.readouterr().err
+    assert not (out / build_module.WRITING).exists() and (out / "REPORT.md").is_file() and (out / "runs.html").is_file()

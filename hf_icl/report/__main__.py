@@ -30,7 +30,7 @@ import sys
 from pathlib import Path
 
 from ..validation import CommandLineParser, check_output_folder
-from .build import HEADLINE_END, HEADLINE_START, build_report
+from .build import HEADLINE_END, HEADLINE_START, WRITING, build_report
 from .runs import find_runs, scan_runs
 
 
@@ -116,6 +116,9 @@ def main(argv: list[str] | None = None) -> dict:
             named = name_skipped(scan_runs(sources)[1])  # not copied
             print(f"collected {collect(sources, args.collect)} runs into {args.collect}")
             sources = [str(args.collect)]
+        if (args.output / WRITING).is_file():
+            print(f"{args.output}: the previous report was interrupted while its pages were put in place (some may "
+                  "come from an older run); this run rewrites them all", file=sys.stderr)  # fmt: skip
         before = runs_in_report(args.output / "REPORT.md")
         records, skipped = scan_runs(sources)
         name_skipped(skipped, named)

@@ -315,14 +315,31 @@ def build_report(run_paths: list, output_dir: str | Path, command: str, numbers:
         raise
 
 
+WRITING = ".report-writing"
+"""The marker a report leaves while it puts its pages in place: found by the next report (which rewrites them all)
+and by `--check`, it says the pages may come from two runs."""
+
+
+def write_together(output_dir: Path, files: dict[Path, str]) -> None:
+    """Write every page of one report, built in memory, as one step the next command recognises: the marker first
+    (naming the files), each file atomically, the marker last."""
+    marker = output_dir / WRITING
+    write_text_atomic(marker, "\n".join(str(path) for path in files) + "\n")
+    for path, text in files.items():
+        write_text_atomic(path, text)
+    marker.unlink()
+
+
 def write_sweep_pages(records: list[RunRecord], output_dir: Path, command: str, draw: bool = True) -> dict:
     """`REPORT` (the settings of one's own sweep) and `runs`, as Markdown and HTML."""
     documents = {"REPORT": sweep_summary(records, output_dir, command, FIGURES, draw),
                  "runs": runs_document(records, output_dir, draw)}  # fmt: skip
     nav = [("summary", "REPORT.html"), ("runs", "runs.html")]
+    files = {}
     for name, document in documents.items():
-        write_text_atomic(output_dir / f"{name}.md", document.to_markdown())
-        write_text_atomic(output_dir / f"{name}.html", document.to_html(f"hf_icl report: {name}", nav))
+        files[output_dir / f"{name}.md"] = document.to_markdown()
+        files[output_dir / f"{name}.html"] = document.to_html(f"hf_icl report: {name}", nav)
+    write_together(output_dir, files)
     return {"runs": len(records)}
 
 
@@ -370,15 +387,16 @@ def write_pages(records: list[RunRecord], output_dir: Path, command: str, number
     for paper in numbers.papers:
         documents[paper] = paper_page(paper, numbers, assessments, lines, records, output_dir, draw)
     documents["runs"] = runs_document(records, output_dir, draw)
-    write_text_atomic(output_dir / "findings.json", findings_text(assessments, place))
+    files = {output_dir / "findings.json": findings_text(assessments, place)}
     for name, document in documents.items():
-        write_text_atomic(output_dir / f"{name}.md", document.to_markdown())
-        write_text_atomic(output_dir / f"{name}.html", document.to_html(f"hf_icl report: {pages[name]}", nav))
+        files[output_dir / f"{name}.md"] = document.to_markdown()
+        files[output_dir / f"{name}.html"] = document.to_html(f"hf_icl report: {pages[name]}", nav)
     if readme is not None:
         readme = Path(readme)
         where = Path(readme_place or readme)
         prefix = Path(os.path.relpath(place.resolve(), where.resolve().parent)).as_posix() + "/"
-        write_readme_block(readme, headline_table(numbers, assessments, prefix, objects))
+        files[readme] = readme_with_block(readme, headline_table(numbers, assessments, prefix, objects))
+    write_together(output_dir, files)
     counts = {"runs": len(records)}
     for paper in numbers.papers:
         counts[paper] = dict(Counter(a.verdict for a in assessments if a.finding.paper == paper))
@@ -418,8 +436,8 @@ def study_row(study: Study, output_dir: Path) -> list[str]:
     return [f"[{study.title}]({link(study.page)})", study.finding, evidence]
 
 
-def write_readme_block(readme: Path, table: str) -> None:
-    """Replace the text between the headline markers of `readme` with `table`.
+def readme_with_block(readme: Path, table: str) -> str:
+    """The text of `readme` with `table` between its headline markers.
 
     Raises:
         ValueError: the markers are missing.
@@ -428,7 +446,7 @@ def write_readme_block(readme: Path, table: str) -> None:
     if HEADLINE_START not in text or HEADLINE_END not in text:
         raise ValueError(f"{readme}: no {HEADLINE_START} ... {HEADLINE_END} block to write the findings table into")
     head, rest = text.split(HEADLINE_START, 1)
-    write_text_atomic(readme, head + HEADLINE_START + "\n" + table + HEADLINE_END + rest.split(HEADLINE_END, 1)[1])
+    return head + HEADLINE_START + "\n" + table + HEADLINE_END + rest.split(HEADLINE_END, 1)[1]
 
 
 __all__ = ["build_report", "headline_table", "Finding", "fmt"]

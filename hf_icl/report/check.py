@@ -33,7 +33,7 @@ from pathlib import Path
 
 import yaml
 
-from .build import HEADLINE_END, HEADLINE_START, build_report
+from .build import HEADLINE_END, HEADLINE_START, WRITING, build_report
 from .runs import walk
 
 CLAIMS = "claims.yaml"
@@ -51,6 +51,8 @@ def check(folder: Path, readme: Path | None, command: str) -> list[str]:
 
 def regeneration_problems(folder: Path, readme: Path | None, command: str) -> list[str]:
     problems = []
+    if (folder / WRITING).is_file():
+        problems.append(f"{folder / WRITING}: a report was interrupted while its pages were put in place; rerun it")
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "report"
         fresh_readme = None
