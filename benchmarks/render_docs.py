@@ -67,7 +67,7 @@ ABOUT = {
     "zoo_step_cost": (
         "RegBench zoo: one forward+backward of each architecture against the Transformer at the recipe's shape",
         "ratio = the architecture's step time ÷ the Transformer's (tiny preset, 4 layers, B = 32, T = 384, one "
-        "thread), the median of the per-round ratios; target ≤ 1.3 for every zoo architecture (issue 50).",
+        "thread), the median of the per-round ratios; target ≤ 1.3 for every zoo architecture.",
     ),
     "regression_training_step": (
         "In-context regression training steps per second, each architecture against the Transformer",
