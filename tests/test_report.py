@@ -21,7 +21,7 @@ from hf_icl.report import (
     load_paper_numbers,
 )
 from hf_icl.report import main as report_main
-from hf_icl.report.build import HEADLINE_END, HEADLINE_START, budget_minutes, headline_table, over_budget, run_table
+from hf_icl.report.build import HEADLINE_END, HEADLINE_START, budget_minutes, over_budget, run_table
 
 ROOT = Path(__file__).resolve().parents[1]
 NUMBERS = load_paper_numbers()
