@@ -156,4 +156,4 @@ def rounds_to(value: float, text: str) -> bool:
     """Whether `value` printed with `text`'s decimals is `text` (1,600 and 1600 alike)."""
     plain = text.replace(",", "")
     decimals = len(plain.split(".")[1]) if "." in plain else 0
-    return f"{value:.{decimals}f}" == plain or abs(round(value, decimals) - float(plain)) < 10 ** (-decimals) / 2
+    return abs(value - float(plain)) <= 10 ** (-decimals) / 2 + 1e-12

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from .findings import (
     DID_NOT_TRAIN,
+    EXPERIMENTS_DISAGREE,
     NOT_SELECTED,
     NOT_SEPARATED,
     OVER_BUDGET,
@@ -150,8 +151,8 @@ def _conclude(result: Assessment, numbers: PaperNumbers, outcomes: dict, whys: d
     where = ", ".join(f"`{e}`" for e in evidence)
     all_whys = [w for e in evidence for w in whys[e] if w]
     if len(kinds) > 1:
-        result.verdict, result.why = INCONCLUSIVE, "experiments disagree"
-        result.reason = "experiments disagree: " + "; ".join(f"`{e}` {v}" for e, v in per_experiment.items())
+        result.verdict, result.why = INCONCLUSIVE, EXPERIMENTS_DISAGREE
+        result.reason = f"{EXPERIMENTS_DISAGREE}: " + "; ".join(f"`{e}` {v}" for e, v in per_experiment.items())
     else:
         result.verdict = kinds.pop()
         outcome = {REPRODUCED: "wins by the paper's margin", DIRECTION_ONLY: "wins, by another margin",

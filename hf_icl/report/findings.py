@@ -64,8 +64,9 @@ from .separation import MIN_SEEDS, Separation
 
 NOT_SELECTED, DID_NOT_TRAIN, PARTLY_MEASURED = "not selected", "did not train", "partly measured"
 TOO_FEW_SEEDS, SPLIT_SEEDS, NOT_SEPARATED, OVER_BUDGET = "too few seeds", "split seeds", "not separated", "over budget"
+EXPERIMENTS_DISAGREE = "experiments disagree"
 WHY = (DID_NOT_TRAIN, PARTLY_MEASURED, SPLIT_SEEDS, TOO_FEW_SEEDS, NOT_SEPARATED, OVER_BUDGET, NOT_SELECTED,
-       "experiments disagree")  # fmt: skip
+       EXPERIMENTS_DISAGREE)  # fmt: skip
 """The kinds of *inconclusive*, as the verdict names them."""
 
 
@@ -424,29 +425,27 @@ def _reason(result: Assessment) -> str:
     return "outside the tolerance: " + ", ".join(off)
 
 
+WOULD_CHANGE = {
+    DID_NOT_TRAIN: "a recipe under which the models meet the control (a committed search), then 3 seeds per side",
+    PARTLY_MEASURED: "runs of the models and pairs not yet measured, 3 seeds each, with their control",
+    SPLIT_SEEDS: "what makes the failing seed fail (initialisation, data order, schedule), then 3 seeds that agree",
+    NOT_SEPARATED: "more seeds per side, or a gap that separates the seeds (Welch p < 0.05)",
+    OVER_BUDGET: "a run of the same model within the 30-minute CPU budget",
+    NOT_SELECTED: "validation numbers for the settings, so that one is selected on validation",
+    EXPERIMENTS_DISAGREE: "an experiment that settles it, or the disagreeing ones rerun with 3 seeds",
+}
+"""What evidence would move an inconclusive verdict, by the kind of inconclusive."""
+
+
 def what_would_change(assessment: Assessment) -> str:
     """What evidence would move the verdict, from the rule that decided it."""
-    why, verdict = assessment.why, assessment.verdict
-    fewest = min(assessment.seeds.values()) if assessment.seeds else 0
-    more = max(MIN_SEEDS - fewest, 0)
-    if verdict == NOT_RUN:
+    if assessment.verdict == NOT_RUN:
         return "a run of the finding's models at any scale"
-    if why == DID_NOT_TRAIN:
-        return "a recipe under which the models meet the control (a committed search), then 3 seeds per side"
-    if why == PARTLY_MEASURED:
-        return "runs of the models and pairs not yet measured, 3 seeds each, with their control"
-    if why == SPLIT_SEEDS:
-        return "what makes the failing seed fail (initialisation, data order, schedule), then 3 seeds that agree"
-    if why == NOT_SEPARATED:
-        return "more seeds per side, or a gap that separates the seeds (Welch p < 0.05)"
-    if why == OVER_BUDGET:
-        return "a run of the same model within the 30-minute CPU budget"
-    if why == NOT_SELECTED:
-        return "validation numbers for the settings, so that one is selected on validation"
-    if why == "experiments disagree":
-        return "an experiment that settles it, or the disagreeing ones rerun with 3 seeds"
-    if more:
+    if assessment.why in WOULD_CHANGE:
+        return WOULD_CHANGE[assessment.why]
+    more = MIN_SEEDS - min(assessment.seeds.values(), default=MIN_SEEDS)
+    if more > 0:
         return f"{more} more seed{'s' * (more != 1)} per side ({MIN_SEEDS} in all)"
-    if verdict == REPRODUCED:
+    if assessment.verdict == REPRODUCED:
         return "a run at the paper's setting, or seeds that reverse the gap"
     return "a different recipe found by a committed search (the verdict rests on the selected setting)"

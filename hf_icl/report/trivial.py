@@ -13,7 +13,9 @@ import torch
 
 from ..tasks.function_classes.classes import FUNCTION_CLASSES, sample
 from ..tasks.function_classes.evaluation import example_scores, summary
-from .runs import RunRecord
+from .findings import criterion_name, criterion_value
+from .papers import meets, rule_text
+from .runs import RunRecord, Setting
 
 PROMPTS, SEED = 512, 20_261_128
 
@@ -63,10 +65,6 @@ def vacuous(finding, evidence: list) -> str | None:
         finding: an outcome `Finding` that expects success.
         evidence: the `Setting`s its verdict rests on.
     """
-    from .findings import criterion_name, criterion_value
-    from .papers import meets, rule_text
-    from .runs import Setting
-
     criterion = finding.criterion
     for setting in evidence:
         run = setting.runs[0]
