@@ -7,10 +7,16 @@ from __future__ import annotations
 
 import pytest
 import torch
+from cli_entry_points import call
+from test_cli_safety import TINY_RUN, assert_one_line_error
 
 from hf_icl.architectures import config_for
 from hf_icl.mixers.registry import MIXERS, list_mixers, mixer_spec
 from hf_icl.modeling.configuration import MIXER_ONLY_FIELDS, POSITION_EMBEDDINGS, ICLConfig, unread_override
+from hf_icl.training import main as train_main
+from hf_icl.training.arguments import parse_args
+
+BASE = [a for a in TINY_RUN if a not in ("--architecture", "transformer")] + ["--max-steps", "2"]
 
 
 @pytest.mark.parametrize(
@@ -42,6 +48,20 @@ def test_unread_overrides_are_named(architecture, preset, overrides, fragment):
 )
 def test_read_overrides_pass(architecture, preset, overrides):
     assert unread_override(config_for(architecture, preset, **overrides), overrides, architecture) is None
+
+
+def test_rope_on_mamba_exits_2_with_one_line(tmp_path):
+    argv = [*BASE, "--architecture", "mamba", "--override", "position_embedding=rope"]
+    outcome = call(train_main, [*argv, "--output-dir", str(tmp_path / "run")])
+    assert_one_line_error(outcome, "argument --override", "position_embedding='rope'", "'mamba'", "learned, nope")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_config_file_is_checked_like_the_command_line(tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text("architecture: mamba\npreset: tiny\noverrides: {num_attention_heads: 4}\n")
+    with pytest.raises(ValueError, match="argument --override: num_attention_heads=4 is read by no mixer"):
+        parse_args(["--config", str(config), "--max-steps", "2"])
 
 
 class Recording:

@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from ..architectures import ARCHITECTURES, list_architectures
-from ..modeling.configuration import check_choice
+from ..modeling.configuration import check_choice, unread_override
 from ..modeling.ngram_blocks import ngram_heads_label
 from ..plugins import add_import_argument, preload
 from ..strict_yaml import read_yaml  # strict: no duplicate keys, alias bombs or malformed numbers
@@ -750,9 +750,12 @@ def validate(args: RunArguments) -> None:
         )
     with naming("--override", {"ngram_heads": "--ngram-heads"}):
         try:
-            config_for(args.architecture, args.preset, **args.overrides)  # unknown or invalid fields fail here
+            config = config_for(args.architecture, args.preset, **args.overrides)  # unknown or invalid fields fail here
         except (TypeError, ArithmeticError) as err:  # a value the config's own checks do not cover
             raise ValueError(f"overrides {args.overrides} give no valid config ({type(err).__name__}: {err})") from None
+        unread = unread_override(config, args.overrides, args.architecture)
+        if unread:
+            raise ValueError(unread)
     options = [key for key in task_option_fields(args.task) if key not in ("n_train", "seed")]
     for key in args.task_options:
         if key not in options:
