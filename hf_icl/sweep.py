@@ -21,8 +21,10 @@ rates × N × seeds, ...). SPEC.yaml:
 The grid axis `variant` names bundles of keys set together (`variant: {gla+ngh: {architecture: gla, ngram_heads:
 "1:1,2,3"}, ...}`), for a list of points that is not a full product. `config` and `base` together are what one
 `train.py --config` run would read (`base` wins). Keys of `base` and `grid` are `RunArguments` fields (`train.py
---help`), `override.<config field>` (as `--override`), `task_option.<task field>` (as `--task-option`) or
-`ngram_heads` (as `--ngram-heads`); `override.<field>: null` (or `task_option.<field>: null`) in a grid value
+--help`), `override.<config field>` (as `--override`), `shared_override.<config field>` (as `--shared-override`:
+applied to the points whose architecture reads the field, so a sweep over architectures can give the Transformer
+RoPE without giving it to Mamba), `task_option.<task field>` (as `--task-option`) or `ngram_heads` (as
+`--ngram-heads`); `override.<field>: null` (or `task_option.<field>: null`) in a grid value
 removes that override set by `config` or `base`, so one variant can drop a field its model does not have (Mamba
 reads no `num_masked_heads`). A point's name lists every grid key, `key=label` joined by `,`; its run arguments
 are written to `<output_root>/<name>.yaml`, its output to `<output_root>/<name>.log`.
@@ -80,7 +82,9 @@ from .validation import POSITIVE_INT, CommandLineParser, check_field_values, che
 SPEC_KEYS = ("output_root", "config", "base", "grid", "accelerate", "launcher")
 LAUNCHERS = ("local", "ray", "submitit")
 SWEEP_OWNED = ("output_dir", "resume", "overwrite")
-PREFIXED = ("override.", "task_option.")
+PREFIXED_GROUPS = {"override": "overrides", "shared_override": "shared_overrides", "task_option": "task_options"}
+"""Spec-key prefixes that set one entry of a mapping run argument (`override.hidden_size: 128`)."""
+PREFIXED = tuple(f"{prefix}." for prefix in PREFIXED_GROUPS)
 SWEEP_LIMITS = {"jobs": POSITIVE_INT}
 VARIANT = "variant"  # a grid axis whose values each set several keys: {label: {key: value, ...}}
 
@@ -149,7 +153,8 @@ def check_key(key: str) -> None:
         raise ValueError(f"{key!r} is set by the sweep for every point; remove it from base/grid")
     if key not in allowed and key != "ngram_heads" and not key.startswith(PREFIXED):
         raise ValueError(
-            f"key {key!r} is not one of: {', '.join(allowed)}, ngram_heads, override.<field>, task_option.<field>"
+            f"key {key!r} is not one of: {', '.join(allowed)}, ngram_heads, "
+            + ", ".join(f"{prefix}.<field>" for prefix in PREFIXED_GROUPS)
         )
 
 
@@ -166,7 +171,7 @@ def assign(values: dict, key: str, value) -> None:
             assign(values, name, setting)
     elif key.startswith(PREFIXED):
         prefix, name = key.split(".", 1)
-        group = values.setdefault("overrides" if prefix == "override" else "task_options", {})
+        group = values.setdefault(PREFIXED_GROUPS[prefix], {})
         if value is None:  # null: drop what `config` or `base` set, so the preset's or task's default applies
             group.pop(name, None)
         else:

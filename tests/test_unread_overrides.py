@@ -94,3 +94,38 @@ def test_each_mixer_declares_the_mixer_only_fields_it_reads(name):
           input_ids=torch.randint(0, 20, (2, 8)), position_ids=torch.arange(8).expand(2, 8))  # fmt: skip
     assert recording.reads & set(MIXER_ONLY_FIELDS) == set(spec.reads_shared_fields)
     assert ("position_embedding" in recording.reads) == bool(spec.position_schemes)
+
+
+def test_a_shared_override_applies_where_the_architecture_reads_it():
+    shared = ["--shared-override", "position_embedding=rope", "--shared-override", "ssm_state_size=32"]
+    transformer = parse_args([*BASE, "--architecture", "transformer", *shared])
+    mamba = parse_args([*BASE, "--architecture", "mamba", *shared])
+    assert transformer.overrides == {"position_embedding": "rope"}  # the Transformer has no SSM state
+    assert mamba.overrides == {"ssm_state_size": 32}  # Mamba applies no RoPE
+    given = {"position_embedding": "rope", "ssm_state_size": 32}
+    assert transformer.shared_overrides == mamba.shared_overrides == given
+    assert config_for("transformer", "tiny", **transformer.overrides).position_embedding == "rope"
+
+
+def test_an_explicit_override_beats_a_shared_one():
+    args = parse_args([*BASE, "--architecture", "transformer", "--shared-override", "position_embedding=rope",
+                       "--override", "position_embedding=alibi"])  # fmt: skip
+    assert args.overrides == {"position_embedding": "alibi"}
+
+
+def test_a_shared_value_the_architecture_reads_is_still_checked(tmp_path):
+    argv = [*BASE, "--architecture", "mamba", "--shared-override", "ssm_state_size=0"]
+    outcome = call(train_main, [*argv, "--output-dir", str(tmp_path / "run")])
+    assert_one_line_error(outcome, "argument --shared-override", "ssm_state_size=0")
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_sweep_over_architectures_shares_an_override(tmp_path):
+    from hf_icl.sweep import check_points, expand, load_spec
+
+    spec = tmp_path / "spec.yaml"
+    base = "{preset: tiny, task: regbench, max_steps: 2, shared_override.position_embedding: rope}"
+    spec.write_text(f"output_root: {tmp_path / 'out'}\nbase: {base}\ngrid: {{architecture: [transformer, mamba]}}\n")
+    points = expand(load_spec(spec))
+    check_points(points)
+    assert [p.settings["overrides"] for p in points] == [{"position_embedding": "rope"}, {}]

@@ -44,6 +44,7 @@ from ..validation import (
     naming,
 )
 from .schedules import LIBRARY_SCHEDULES, LR_SCHEDULES, OWN_SCHEDULES
+from .shared_overrides import with_shared_overrides
 
 REPORT_TO = ("tensorboard", "trackio", "wandb", "none")
 DECAY_GROUPS = ("matrices", "all")
@@ -69,6 +70,7 @@ class RunArguments:
     task_seed: int = 0
     preset: str = "small"
     overrides: dict = field(default_factory=dict)
+    shared_overrides: dict = field(default_factory=dict)
     task_options: dict = field(default_factory=dict)
     task_preset: str | None = None
     curriculum: list = field(default_factory=list)
@@ -159,7 +161,8 @@ RUN_CHOICES: dict[str, tuple[str, ...]] = {
     "batching": BATCHING,
 }
 """The allowed values of every enumerated run argument besides `architecture`, `task` and the presets."""
-_FIELD_DESTS = {"overrides": "override", "task_options": "task_option", "aux_loss_weights": "aux_loss_weight"}
+_FIELD_DESTS = {"overrides": "override", "shared_overrides": "shared_override",
+                "task_options": "task_option", "aux_loss_weights": "aux_loss_weight"}
 LEGACY_TASK_OPTIONS: dict[str, str] = {"train_on_delimiter": "--train-on-delimiter"}
 """Run arguments that became task options (`TaskFamily.training_options`), with their old flag: the old config key
 and flag still set the task option, with a `FutureWarning`, until the release after next."""
@@ -211,7 +214,16 @@ def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
         action="append",
         type=key_value("--override", "hidden_size=256"),
         metavar="FIELD=VALUE",
-        help="model config override, repeatable (e.g. --override num_hidden_layers=8)",
+        help="model config override, repeatable (e.g. --override num_hidden_layers=8); one the architecture's "
+        "mixers do not read (position_embedding=rope on Mamba) is refused",
+    )
+    parser.add_argument(
+        "--shared-override",
+        action="append",
+        type=key_value("--shared-override", "position_embedding=rope"),
+        metavar="FIELD=VALUE",
+        help="a model config override shared by a study's architectures, repeatable: applied where the "
+        "architecture reads the field, left out (and said so) where none of its mixers does; --override wins",
     )
     parser.add_argument(
         "--task-option",
@@ -429,7 +441,8 @@ def parse_run(argv: list[str] | None = None) -> ParsedRun:
     if args.resume:
         args, changes = resume_settings(args, given)
     check_given(args, given)
-    validate(args)
+    validate(args)  # the explicit overrides first: a shared override is tried on a valid config
+    args = with_shared_overrides(args)
     return ParsedRun(args, given, changes)
 
 
@@ -444,12 +457,13 @@ def with_relative_min_lr(values: dict, base: dict, given: dict) -> dict:
 def command_line_values(namespace: dict) -> dict:
     """The `RunArguments` fields a parsed command line gives (flags left out are absent, not `None`)."""
     values = {key: value for key, value in namespace.items() if value is not None}
-    values.pop("override", None), values.pop("task_option", None), values.pop("aux_loss_weight", None)
-    values.pop("ngram_heads", None)
+    for flag in ("override", "shared_override", "task_option", "aux_loss_weight", "ngram_heads"):
+        values.pop(flag, None)
     overrides = dict(namespace["override"] or [])
     if namespace["ngram_heads"]:
         overrides["ngram_heads"] = [spec for specs in namespace["ngram_heads"] for spec in specs]
-    for name, pairs in (("overrides", overrides), ("task_options", dict(namespace["task_option"] or [])),
+    for name, pairs in (("overrides", overrides), ("shared_overrides", dict(namespace["shared_override"] or [])),
+                        ("task_options", dict(namespace["task_option"] or [])),
                         ("aux_loss_weights", dict(namespace["aux_loss_weight"] or []))):  # fmt: skip
         if pairs:
             values[name] = pairs
@@ -467,7 +481,7 @@ SUPERSEDES: dict[str, tuple[str, str]] = {
 """Pairs of run fields that set one thing: the first, when set (not `None`), decides what the second would. A layer
 that gives the second without the first unsets the first of the layers below it (`--epochs 1` wins over a family's
 default `max_steps`); one layer that gives both is a conflict."""
-MERGED_FIELDS = ("overrides", "task_options", "aux_loss_weights")
+MERGED_FIELDS = ("overrides", "shared_overrides", "task_options", "aux_loss_weights")
 """Mapping fields merged key by key across layers (a `--config` file's `task_options` keep the family's others)."""
 
 
@@ -755,7 +769,7 @@ def validate(args: RunArguments) -> None:
             raise ValueError(f"overrides {args.overrides} give no valid config ({type(err).__name__}: {err})") from None
         unread = unread_override(config, args.overrides, args.architecture)
         if unread:
-            raise ValueError(unread)
+            raise ValueError(f"{unread} (to set it only where an architecture reads it: --shared-override)")
     options = [key for key in task_option_fields(args.task) if key not in ("n_train", "seed")]
     for key in args.task_options:
         if key not in options:
