@@ -18,6 +18,7 @@ from pathlib import Path
 from .architectures import ARCHITECTURES
 from .atomic_files import write_text_atomic
 from .mixers import list_mixers, mixer_spec
+from .mixers.registry import MAP_AXES
 from .plugins import add_import_argument, preload
 from .tasks import FAMILIES
 
@@ -55,6 +56,24 @@ def mixers_table() -> str:
     return _table(header, rows)
 
 
+def maps_table() -> str:
+    """What `output_attentions=True` returns for each mixer, from its declarations (`map_axis`,
+    `map_rows_sum_to_one`); `tests/test_mixing_maps.py` checks each declaration against a computed map."""
+    rows = []
+    for name in list_mixers():
+        spec = mixer_spec(name)
+        if spec.attention_maps:
+            kind = "softmax probabilities"
+        elif spec.mixing_maps:
+            kind = "exact linear map (map @ values = output)"
+        else:
+            rows.append([f"`{name}`", "none (`None`)", "—", "—"])
+            continue
+        rows.append([f"`{name}`", kind, spec.map_axis, _yes(spec.map_rows_sum_to_one)])
+    legend = "\n".join(f"- *{axis}*: {meaning}." for axis, meaning in MAP_AXES.items())
+    return _table(["mixer", "map", "H indexes", "rows sum to 1"], rows) + "\n\n" + legend
+
+
 def architectures_table() -> str:
     rows = []
     for name in sorted(ARCHITECTURES):
@@ -76,7 +95,8 @@ def families_table() -> str:
     return _table(["task family", "folder", "head", "tasks"], rows)
 
 
-TABLES = {"mixers": mixers_table, "architectures": architectures_table, "task-families": families_table}
+TABLES = {"mixers": mixers_table, "maps": maps_table, "architectures": architectures_table,
+          "task-families": families_table}
 
 
 def render(page: str) -> str:

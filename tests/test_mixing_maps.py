@@ -145,3 +145,54 @@ def test_every_layer_reports_its_map_and_generate_returns_them(arch):
     for last, whole in zip(generated.attentions[-1], full):
         if last is not None:
             torch.testing.assert_close(last[:, :, -1], whole[:, :, -1], atol=1e-5, rtol=1e-5)
+
+
+DECLARED = sorted(name for name in list_mixers() if mixer_spec(name).map_axis is not None)
+
+
+def computed_map(name, width):
+    """(B, H, T, T) map of mixer `name` at hidden size `width` with random weights, through `mixing_map` for a linear
+    mixer and through a model's `output_attentions` for softmax attention."""
+    torch.manual_seed(0)
+    hidden = torch.randn(2, 11, width)
+    if mixer_spec(name).mixing_maps:
+        mixer, _ = mixer_under_test(name, width, 2)
+        with torch.no_grad():
+            return mixer.mixing_map(hidden, None).maps
+    config = config_using(name, hidden_size=width, num_attention_heads=2)
+    model = AutoModelForCausalLM.from_config(config).eval()
+    with torch.no_grad():
+        attentions = model(torch.randint(0, 20, (2, 11)), output_attentions=True).attentions
+    return attentions[config.mixer_types.index(name)]
+
+
+@pytest.mark.parametrize("name", DECLARED)
+def test_each_mixer_declares_what_its_map_holds(name):
+    """The table of docs/interpretability.md is these declarations: H is what `map_axis` says, at two widths, and
+    rows sum to 1 exactly when `map_rows_sum_to_one` says so (random weights: a linear map's rows do not)."""
+    spec = mixer_spec(name)
+    for width in (32, 64):
+        maps = computed_map(name, width)
+        heads = maps.shape[1]
+        if spec.map_axis == "channels":
+            assert heads == width
+        elif spec.map_axis == "inner channels":
+            assert heads > width and heads % width == 0  # expand · d
+        else:
+            assert 1 <= heads < width
+        sums = maps.sum(-1)
+        assert torch.allclose(sums, torch.ones_like(sums), atol=1e-4) == spec.map_rows_sum_to_one
+
+
+def test_a_mixer_with_maps_must_say_what_h_indexes():
+    from hf_icl.mixers.registry import register_mixer
+
+    class Undeclared(torch.nn.Module):
+        recurrent, returns_attention_maps, state_size = False, True, None
+
+        def forward(self, hidden_states, **kwargs):
+            return hidden_states
+
+    with pytest.raises(ValueError, match="map_axis .* must be one of: heads, channels, inner channels"):
+        register_mixer("undeclared_map_axis_probe")(Undeclared)
+    assert "undeclared_map_axis_probe" not in list_mixers()

@@ -1,4 +1,5 @@
-"""The registry tables of `docs/architecture.md` are what the registries hold (nobody keeps a copy by hand)."""
+"""The registry tables of `docs/architecture.md` and `docs/interpretability.md` are what the registries hold (nobody
+keeps a copy by hand)."""
 
 import subprocess
 import sys
@@ -6,7 +7,9 @@ from pathlib import Path
 
 from hf_icl.registry_tables import TABLES, main
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+PAGE = DOCS / "architecture.md"
+PAGES = {"maps": DOCS / "interpretability.md"}  # tables that live on another page than PAGE
 
 
 def _in_a_fresh_process(code):
@@ -17,13 +20,13 @@ def _in_a_fresh_process(code):
     return result.stdout
 
 
-def test_the_committed_page_equals_its_regeneration():
-    text = PAGE.read_text(encoding="utf-8")
+def test_the_committed_pages_equal_their_regeneration():
     for name in TABLES:
-        assert f"<!-- registry: {name} start -->" in text, name
-    fresh = _in_a_fresh_process(f"import sys; from hf_icl.registry_tables import render; "
-                                f"sys.stdout.write(render(open({str(PAGE)!r}, encoding='utf-8').read()))")  # fmt: skip
-    assert fresh == text, "run: python -m hf_icl.registry_tables --write docs/architecture.md"
+        assert f"<!-- registry: {name} start -->" in PAGES.get(name, PAGE).read_text(encoding="utf-8"), name
+    for page in {PAGE, *PAGES.values()}:
+        fresh = _in_a_fresh_process(f"import sys; from hf_icl.registry_tables import render; "
+                                    f"sys.stdout.write(render(open({str(page)!r}, encoding='utf-8').read()))")  # fmt: skip
+        assert fresh == page.read_text(encoding="utf-8"), f"run: python -m hf_icl.registry_tables --write {page}"
 
 
 def test_every_registered_unit_is_in_the_tables():

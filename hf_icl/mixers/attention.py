@@ -75,6 +75,8 @@ class CausalSelfAttention(FusedQKVMixer):
 
     recurrent = False  # the cache keeps every key and value: O(T) per decoded token
     returns_attention_maps = True  # softmax attention: rows of A are distributions over keys
+    map_axis = "heads"
+    map_rows_sum_to_one = True
 
     @staticmethod
     def check_config(config) -> None:

@@ -53,6 +53,8 @@ class BasedLinearAttention(nn.Module):
     recurrent = True  # numerator and denominator states
     returns_attention_maps = False  # normalised, but not softmax: the exact map comes from `mixing_map`
     mixing_maps = True
+    map_axis = "heads"
+    map_rows_sum_to_one = True
 
     def __init__(self, config, layer_idx: int):
         super().__init__()

@@ -65,6 +65,8 @@ class SlidingDilatedAttention(FusedQKVMixer):
 
     recurrent = False  # every application keeps its keys and values
     returns_attention_maps = True  # softmax over the C dilated keys
+    map_axis = "heads"
+    map_rows_sum_to_one = False  # early rows give part of their mass to missing keys (`dilated_attention_missing_keys`)
 
     def __init__(self, config, layer_idx: int):
         super().__init__(config, layer_idx)

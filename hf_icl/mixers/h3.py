@@ -52,6 +52,7 @@ class H3Mixer(nn.Module):
     recurrent = True  # shift window + diagonal SSM state
     returns_attention_maps = False
     mixing_maps = True  # per head: (q_t · k̃_j) (K_h[t − j] + D_h δ_tj), a Toeplitz kernel times gates
+    map_axis = "heads"
 
     def __init__(self, config, layer_idx: int):
         super().__init__()

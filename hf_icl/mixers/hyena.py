@@ -112,6 +112,7 @@ class HyenaMixer(nn.Module):
     recurrent = False  # no recurrent form: decoding keeps the long convolutions' input histories
     returns_attention_maps = False
     mixing_maps = True  # per channel: diag(x^N)(T_N + b_N I) ⋯ diag(x¹)(T_1 + b_1 I), T_n Toeplitz in lⁿ
+    map_axis = "channels"
     short_kernel = 3
 
     def __init__(self, config, layer_idx: int):

@@ -37,6 +37,7 @@ class LinearAttention(FusedQKVMixer):
     recurrent = True  # decoding updates the fixed-size S
     returns_attention_maps = False  # scores are not normalised: the exact map comes from `mixing_map`
     mixing_maps = True
+    map_axis = "heads"
 
     def __init__(self, config, layer_idx: int):
         super().__init__(config, layer_idx)

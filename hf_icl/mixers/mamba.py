@@ -158,6 +158,7 @@ class MambaMixer(nn.Module):
     recurrent = True  # convolution window + SSM state
     returns_attention_maps = False
     mixing_maps = True  # one (T, T) map per channel of d_inner: the SSM + D skip on the conv's output
+    map_axis = "inner channels"
 
     def __init__(self, config, layer_idx: int):
         super().__init__()

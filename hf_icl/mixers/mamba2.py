@@ -54,6 +54,7 @@ class Mamba2Mixer(nn.Module):
     recurrent = True  # convolution window + SSM state
     returns_attention_maps = False
     mixing_maps = True
+    map_axis = "heads"
 
     @staticmethod
     def check_config(config) -> None:

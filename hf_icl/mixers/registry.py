@@ -10,6 +10,8 @@ skeleton builds a layer's mixer with `MIXERS[name](config, layer_idx)`. Nothing 
         recurrent = True                 # cached decoding keeps a fixed-size state: O(1) per token
         returns_attention_maps = False   # softmax maps for `output_attentions` / the analysis tools
         mixing_maps = False              # exact linear maps: `mixing_map(hidden_states, mask) -> ops.MixingMap`
+        map_axis = "heads"               # with either kind of map: what its H indexes (:data:`MAP_AXES`)
+        map_rows_sum_to_one = False      # with either kind of map: every row of the map sums to 1
         continuous_inputs = True         # works on `inputs_embeds` alone (False if it reads `input_ids`)
         reads_shared_fields = ("num_attention_heads",)  # mixer-only shared fields it reads (`ICLConfig`)
         position_schemes = ("rope",)     # relative `position_embedding` values it applies
@@ -30,6 +32,16 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
+
+
+MAP_AXES: dict[str, str] = {
+    "heads": "one map per head of the mixer (`num_attention_heads`, or the mixer's own heads: Mamba-2's d_inner / "
+    "head_dim)",
+    "channels": "one map per channel of the hidden size d: each channel mixes alone",
+    "inner channels": "one map per channel of the mixer's inner width: each mixes alone (Mamba: expand · d, 128 at "
+    "the tiny preset)",
+}
+"""What the H of a mixer's (B, H, T, T) map indexes: a mixer with maps declares one (`map_axis`)."""
 
 
 def positive_int(field: str, value) -> None:
@@ -117,6 +129,10 @@ class MixerSpec:
             `num_attention_heads`) that this one reads (its class's `reads_shared_fields`).
         position_schemes: the relative `position_embedding` values it applies (`rope`, `alibi`, ...; its class's
             `position_schemes`); the skeleton itself applies `learned` and `nope`.
+        map_axis: for a mixer with maps (softmax or exact linear), what the H of its (B, H, T, T) map indexes, one
+            of :data:`MAP_AXES`; `None` without maps.
+        map_rows_sum_to_one: every row of its map sums to 1 (softmax attention, Based's normalised feature map,
+            RWKV-4's per-channel softmax); a linear map's rows need not (a decay or a gate scales them).
     """
 
     name: str
@@ -129,6 +145,8 @@ class MixerSpec:
     check_config: Callable[[Any], None] | None = None
     reads_shared_fields: frozenset[str] = frozenset()
     position_schemes: tuple[str, ...] = ()
+    map_axis: str | None = None
+    map_rows_sum_to_one: bool = False
 
 
 MIXERS: dict[str, type] = {}
@@ -177,9 +195,19 @@ def register_mixer(name: str, mixer_class: type | None = None, *, config_fields:
             mixing_maps=bool(getattr(cls, "mixing_maps", False)),
             reads_shared_fields=frozenset(getattr(cls, "reads_shared_fields", ())),
             position_schemes=tuple(getattr(cls, "position_schemes", ())),
+            map_axis=getattr(cls, "map_axis", None),
+            map_rows_sum_to_one=bool(getattr(cls, "map_rows_sum_to_one", False)),
         )
-        if _SPECS[name].mixing_maps and not hasattr(cls, "mixing_map"):
+        spec = _SPECS[name]
+        if spec.mixing_maps and not hasattr(cls, "mixing_map"):
+            del MIXERS[name], _SPECS[name]
             raise ValueError(f"mixer {name!r} ({cls.__qualname__}) declares mixing_maps but has no mixing_map method")
+        if (spec.mixing_maps or spec.attention_maps) and spec.map_axis not in MAP_AXES:
+            del MIXERS[name], _SPECS[name]
+            raise ValueError(
+                f"mixer {name!r} ({cls.__qualname__}) reports maps, so map_axis (what H of its maps indexes) must be "
+                f"one of: {', '.join(MAP_AXES)}; it is {spec.map_axis!r}"
+            )
         return cls
 
     return register(mixer_class) if mixer_class is not None else register

@@ -172,6 +172,8 @@ class RWKVTimeMix(nn.Module):
     recurrent = True  # last input + (a, b, p)
     returns_attention_maps = False
     mixing_maps = True  # per channel: a softmax over j ≤ t of k_j − w·(distance) and u + k_t (eq. 65)
+    map_axis = "channels"
+    map_rows_sum_to_one = True
 
     def __init__(self, config, layer_idx: int):
         super().__init__()

@@ -71,6 +71,7 @@ class RWKV7TimeMix(nn.Module):
     recurrent = True  # last input + S
     returns_attention_maps = False
     mixing_maps = True
+    map_axis = "heads"
 
     def __init__(self, config, layer_idx: int):
         super().__init__()

@@ -34,6 +34,7 @@ class S4DMixer(nn.Module):
     recurrent = True  # the diagonal SSM state
     returns_attention_maps = False
     mixing_maps = True  # one Toeplitz map per channel: K_{t−j} + D δ_tj
+    map_axis = "channels"
 
     def __init__(self, config, layer_idx: int):
         super().__init__()

@@ -39,6 +39,8 @@ class SlidingWindowAttention(FusedQKVMixer):
 
     recurrent = True  # the cache keeps W − 1 keys and values: fixed size, O(W) per token
     returns_attention_maps = True  # softmax attention
+    map_axis = "heads"
+    map_rows_sum_to_one = True
 
     def __init__(self, config, layer_idx: int):
         super().__init__(config, layer_idx)

@@ -244,6 +244,7 @@ class DeltaRuleMixer(nn.Module):
     recurrent = True  # short-convolution window + S
     returns_attention_maps = False  # not softmax: the exact map comes from `mixing_map`
     mixing_maps = True
+    map_axis = "heads"
 
     def __init__(self, config, layer_idx: int, gated: bool):
         super().__init__()

@@ -230,6 +230,7 @@ class GatedLinearRecurrenceMixer(nn.Module):
     recurrent = True  # decoding updates the fixed-size S
     returns_attention_maps = False  # decayed, unnormalised scores: the exact map comes from `mixing_map`
     mixing_maps = True
+    map_axis = "heads"
 
     def __init__(self, config, layer_idx: int, key_width: int, value_width: int, gate_bias: bool):
         super().__init__()
