@@ -33,7 +33,6 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any
 
-
 MAP_AXES: dict[str, str] = {
     "heads": "one map per head of the mixer (`num_attention_heads`, or the mixer's own heads: Mamba-2's d_inner / "
     "head_dim)",
