@@ -24,8 +24,8 @@ def test_the_committed_pages_equal_their_regeneration():
     for name in TABLES:
         assert f"<!-- registry: {name} start -->" in PAGES.get(name, PAGE).read_text(encoding="utf-8"), name
     for page in {PAGE, *PAGES.values()}:
-        fresh = _in_a_fresh_process(f"import sys; from hf_icl.registry_tables import render; "
-                                    f"sys.stdout.write(render(open({str(page)!r}, encoding='utf-8').read()))")  # fmt: skip
+        code = "import sys; from hf_icl.registry_tables import render; "
+        fresh = _in_a_fresh_process(code + f"sys.stdout.write(render(open({str(page)!r}, encoding='utf-8').read()))")
         assert fresh == page.read_text(encoding="utf-8"), f"run: python -m hf_icl.registry_tables --write {page}"
 
 
