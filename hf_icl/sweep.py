@@ -176,6 +176,8 @@ def assign(values: dict, key: str, value) -> None:
         overrides.pop("ngram_heads", None)
         if value:
             overrides["ngram_heads"] = parse_ngram_heads(value) if isinstance(value, str) else value
+    elif key == "imports" and isinstance(value, list) and isinstance(values.get(key), list):
+        values[key] = list(dict.fromkeys([*values[key], *value]))  # they add up, as train.py's layers do
     else:
         values[key] = value
 
