@@ -507,6 +507,39 @@ def test_evaluate_names_a_damaged_checkpoint_file_before_any_work(finished_run, 
     assert not (tmp_path / "eval").exists()
 
 
+def test_resume_names_weights_that_do_not_fit_the_saved_settings_model(finished_run, tmp_path, capsys):
+    """Saved settings that build another model than the checkpoint holds (3 layers over 2-layer weights, e.g. after a
+    hand edit or a preset change): the resume failed inside Accelerate's loading, once per checkpoint, with a
+    truncated key list in warnings and "no checkpoint loads (see the warnings above)" as its line."""
+    import json
+
+    from safetensors.torch import save_file
+
+    from hf_icl.training.checkpoints import RUN_MARKER
+
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run[0], folder)
+    marker = json.loads((folder / RUN_MARKER).read_text())
+    marker["run_config"]["overrides"] = {**marker["run_config"]["overrides"], "num_hidden_layers": 3}
+    (folder / RUN_MARKER).write_text(json.dumps(marker))
+    before = snapshot(folder)
+    outcome = call(train_main, ["--output-dir", str(folder), "--resume"])
+    assert_one_line_error(outcome, "argument --resume", str(folder / "checkpoints" / "step_6" / "model.safetensors"),
+                          f"does not hold the model that the settings in {folder / RUN_MARKER} build",
+                          "weights the model needs are not in it (model.layers.2.", "nothing was changed")  # fmt: skip
+    assert snapshot(folder) == before
+    shutil.rmtree(folder)
+    shutil.copytree(finished_run[0], folder)  # a newest checkpoint with a tensor the model has no place for
+    newest = folder / "checkpoints" / "step_6" / "model.safetensors"
+    save_file({**load_file(newest), "stray.weight": torch.zeros(2)}, newest, metadata={"format": "pt"})
+    train_main(["--output-dir", str(folder), "--resume"])
+    captured = capsys.readouterr()
+    assert "does not fit the model (1 weights in it have no place in the model (stray.weight))" in captured.out
+    assert "step_3 at step 3" in captured.out
+    weights = load_file(folder / "model" / "model.safetensors")
+    assert all(torch.equal(weights[k], finished_run[1][k]) for k in finished_run[1])  # steps 4-6 redone exactly
+
+
 # ---- item 6: every split is checked against the model before training ---------------------------------------------
 
 
