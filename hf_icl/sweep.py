@@ -64,7 +64,7 @@ from pathlib import Path
 
 import yaml
 
-from .plugins import add_import_argument, preload
+from .plugins import add_import_argument, describing, has_pending, load_pending, preload
 from .run_locks import claimed
 from .training.arguments import (
     RunArguments,
@@ -398,6 +398,28 @@ def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_cha
     return [results[p.name] for p in points]
 
 
+def dry_run(spec: SweepSpec) -> int:
+    """Print every point, its state and its command; train nothing. The points are checked without the plug-ins
+    named (`--import`, `imports:`, `HF_ICL_PLUGINS`, entry points); only when a point does not parse without them
+    (it names a plug-in's task or architecture) are they imported and the points checked again."""
+    points = expand(spec)
+    with describing():
+        try:
+            check_points(points)
+        except ValueError:
+            if not has_pending():
+                raise
+            load_pending()
+            check_points(points)
+    for point in points:
+        state = point_state(Path(point.arguments["output_dir"]), point.settings)
+        if state in ("changed", "extend"):
+            state += ": " + describe_changes(saved_changes(Path(point.arguments["output_dir"]), point.settings))
+        print(f"{point.name}  [{state}]\n    {' '.join(point_command(spec, point))}")
+    print(f"{len(points)} points")
+    return 0
+
+
 def build_parser() -> CommandLineParser:
     parser = CommandLineParser(prog="python -m hf_icl.sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", help="SPEC.yaml (see the module docstring)")
@@ -415,13 +437,14 @@ def build_parser() -> CommandLineParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run a sweep. Plug-ins given with `--import` are imported here (the spec's points may name their
-    architectures and tasks) and added to every point's `imports`, so each point's process imports them too."""
-    try:
-        preload(argv)
-    except ValueError as err:
-        build_parser().fail(err)
+    architectures and tasks) and added to every point's `imports`, so each point's process imports them too.
+    `--dry-run` imports plug-ins only when a point does not parse without them (:func:`dry_run`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        preload(argv, describe_only=args.dry_run or None)
+    except ValueError as err:
+        parser.fail(err)
     try:
         check_limits(args, SWEEP_LIMITS)
         if args.jobs > 1 and args.launcher != "local":
@@ -435,15 +458,7 @@ def main(argv: list[str] | None = None) -> int:
             given = [str(Path(m).resolve()) if Path(m).exists() and not m.isidentifier() else m for m in args.imports]
             spec.base["imports"] = list(dict.fromkeys([*spec.base.get("imports", []), *given]))
         if args.dry_run:
-            points = expand(spec)
-            check_points(points)
-            for point in points:
-                state = point_state(Path(point.arguments["output_dir"]), point.settings)
-                if state in ("changed", "extend"):
-                    state += ": " + describe_changes(saved_changes(Path(point.arguments["output_dir"]), point.settings))
-                print(f"{point.name}  [{state}]\n    {' '.join(point_command(spec, point))}")
-            print(f"{len(points)} points")
-            return 0
+            return dry_run(spec)
         results = run_sweep(spec, args.launcher, args.jobs, args.rerun_changed)
     except (ValueError, OSError) as err:
         parser.fail(err)

@@ -254,6 +254,125 @@ def test_a_module_of_the_current_folder_is_imported_only_when_named_as_a_path(cl
     assert sys.modules["nothing_silent_plugin"].LOADED and str(clean_sys_path) not in sys.path
 
 
+MARKER_PLUGIN = "import os, pathlib\npathlib.Path(os.environ['HF_ICL_TEST_MARKERS'], __name__ + '.ran').touch()\n"
+"""A plug-in whose only effect is a file `<its module name>.ran` in `$HF_ICL_TEST_MARKERS`: proof that its code ran."""
+
+
+@pytest.fixture
+def marker_plugins(clean_sys_path, monkeypatch):
+    """Three marker plug-ins in the current folder (`marker_cli.py`, `marker_config.py`, `marker_env.py`), a
+    `run.yaml` whose `imports:` names one, and a fresh plug-in state (nothing deferred, nothing loaded)."""
+    from hf_icl import plugins
+
+    monkeypatch.setenv("HF_ICL_TEST_MARKERS", str(clean_sys_path))
+    for name in ("marker_cli", "marker_config", "marker_env"):
+        (clean_sys_path / f"{name}.py").write_text(MARKER_PLUGIN)
+    (clean_sys_path / "run.yaml").write_text("imports: [./marker_config.py]\nmax_steps: 2\n")
+    monkeypatch.setattr(plugins, "_pending", [], raising=False)
+    monkeypatch.setattr(plugins, "_installed_pending", False, raising=False)
+    yield clean_sys_path
+    for name in ("marker_cli", "marker_config", "marker_env"):
+        sys.modules.pop(name, None)
+
+
+def ran(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.ran"))
+
+
+def test_help_and_dry_run_run_no_plugin_code_they_do_not_need(marker_plugins, monkeypatch):
+    """`train.py --config X --help` ran the code of X's `imports:`, and `sweep --dry-run` that of its spec's."""
+    import hf_icl.evaluate
+    from hf_icl import plugins
+    from hf_icl.sweep import main as sweep_main
+
+    folder = marker_plugins
+    named = ["--import", "./marker_cli.py"]
+    for entry, argv in [(train_main, [*named, "--config", "run.yaml", "--help"]),
+                        (train_main, [*named, "--config", "run.yaml", "--task", "regbench", "--help"]),
+                        (hf_icl.evaluate.main, [*named, "--help"])]:  # fmt: skip
+        outcome = call(entry, argv)
+        assert outcome.status == 0 and "usage:" in outcome.out, (argv, outcome.err[-1000:], outcome.escaped)
+    (folder / "spec.yaml").write_text(
+        "output_root: sweep\nconfig: run.yaml\nbase: {task: regbench, architecture: transformer, preset: tiny}\n"
+        "grid: {seed: [0, 1]}\n"
+    )
+    outcome = call(sweep_main, ["spec.yaml", *named, "--dry-run"])
+    assert outcome.status == 0 and "2 points" in outcome.out, (outcome.err[-1000:], outcome.escaped)
+    monkeypatch.setenv("HF_ICL_PLUGINS", "./marker_env.py")
+    assert plugins.load_installed_plugins(defer=True) == []  # what `import hf_icl` does in a describing process
+    assert ran(folder) == [] and not (folder / "sweep").exists()
+    # needed: `--task T --help` of a task no loaded code has; which plug-in registers it is known only by importing
+    outcome = call(train_main, [*named, "--config", "run.yaml", "--task", "plugin_task", "--help"])
+    assert ran(folder) == ["marker_cli", "marker_config", "marker_env"]
+    assert_one_line_error(outcome, "argument --task", "'plugin_task'")  # none of them registers it
+
+
+def test_a_dry_run_imports_the_plugins_when_a_point_needs_them(marker_plugins):
+    """A point that does not parse without the plug-ins (here: a task none of them has) imports them, then fails as
+    before; with the built-in tasks above, nothing was imported."""
+    from hf_icl.sweep import main as sweep_main
+
+    (marker_plugins / "spec.yaml").write_text(
+        "output_root: sweep\nconfig: run.yaml\nbase: {task: plugin_task}\ngrid: {seed: [0]}\n"
+    )
+    outcome = call(sweep_main, ["spec.yaml", "--import", "./marker_cli.py", "--dry-run"])
+    assert ran(marker_plugins) == ["marker_cli", "marker_config"], outcome
+    assert_one_line_error(outcome, "point seed=0", "plugin_task")
+
+
+@pytest.mark.parametrize("argv, describes", [
+    (["python", str(Path(__file__).parents[1] / "train.py"), "--config", "x.yaml", "--help"], True),
+    (["python", "-m", "hf_icl.sweep", "spec.yaml", "--dry-run"], True),
+    (["python", "-P", "-X", "dev", "-m", "hf_icl.evaluate", "-h"], True),
+    (["python", "-mhf_icl.export", "regbench", "--help"], True),
+    (["python", "/venv/bin/hf-icl", "sweep", "spec.yaml", "--dry-run"], True),
+    (["python", "-m", "hf_icl.train", "--max-steps", "2"], False),
+    (["python", "-m", "hf_icl.evaluate", "--dry-run"], False),  # only the sweep has a dry run
+    (["python", "/home/me/train.py", "--help"], False),  # a script of one's own sees every plug-in
+    (["python", "-m", "pytest", "--help"], False),
+    (["python", "-c", "import hf_icl", "--help"], False),
+])  # fmt: skip
+def test_import_hf_icl_defers_installed_plugins_only_for_a_describing_command(argv, describes):
+    from hf_icl.plugins import process_describes_only
+
+    assert process_describes_only(argv) is describes
+
+
+@pytest.mark.slow
+def test_help_in_a_fresh_process_runs_no_plugin_of_any_kind_unless_it_names_one_of_theirs(tmp_path):
+    """For real: entry point, `HF_ICL_PLUGINS`, `--import` and a config's `imports:`, each a marker plug-in (~50 s)."""
+    import subprocess
+
+    from cli_entry_points import ROOT
+
+    for name in ("marker_cli", "marker_config", "marker_env", "marker_entry_point"):
+        (tmp_path / f"{name}.py").write_text(MARKER_PLUGIN)
+    shutil.copytree(ROOT / "tests" / "plugin_example" / "hf_icl_toy_plugin", tmp_path / "hf_icl_toy_plugin")
+    dist = tmp_path / "site" / "marker_entry_point-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: marker-entry-point\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[hf_icl.plugins]\nmarker = marker_entry_point\n")
+    (tmp_path / "run.yaml").write_text("imports: [./marker_config.py]\nmax_steps: 2\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_ICL_TEST_MARKERS": str(tmp_path), "HF_ICL_PLUGINS":
+           "./marker_env.py", "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(tmp_path), str(ROOT)])}
+
+    def run(*argv):
+        result = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, cwd=tmp_path,
+                                timeout=600, stdin=subprocess.DEVNULL)  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    assert "usage: train.py" in run(str(ROOT / "train.py"), "--import", "./marker_cli.py", "--config", "run.yaml",
+                                    "--help")  # fmt: skip
+    assert ran(tmp_path) == []
+    out = run(str(ROOT / "train.py"), "--import", "./hf_icl_toy_plugin", "--task", "toy_lagged_sum", "--help")
+    assert "task 'toy_lagged_sum' (family 'toy_plugin_regression'" in out  # its options, described by the plug-in
+    assert ran(tmp_path) == ["marker_entry_point", "marker_env"]
+    (tmp_path / "spec.yaml").write_text("output_root: sweep\nbase: {task: toy_lagged_sum, architecture: toy_ema, "
+                                        "preset: tiny, max_steps: 2}\ngrid: {seed: [0]}\n")  # fmt: skip
+    assert "seed=0  [new]" in run("-m", "hf_icl.sweep", "spec.yaml", "--import", "./hf_icl_toy_plugin", "--dry-run")
+
+
 # ---- item 7: the Python API names the argument it refuses ----------------------------------------------------------
 
 
