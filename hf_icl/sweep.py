@@ -387,6 +387,11 @@ def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_cha
     if changed and not rerun_changed:
         raise ValueError(changed_points_message(changed))
     pending = [p for p in points if states[p.name] != "finished"]
+    for point in points:
+        lock = Path(spec.output_root) / f"{point.name}.lock"
+        if states[point.name] == "finished" and lock.exists():  # a sweep killed as the point finished left it
+            with claimed(lock):  # taken over from its dead holder and removed (a live holder's is left alone)
+                pass
     results = {p.name: {"name": p.name, "status": "finished before", "returncode": 0, "seconds": 0.0} for p in points}
     if launcher == "ray":
         done = run_with_ray(spec, pending)

@@ -564,6 +564,64 @@ def test_an_unreadable_lock_is_stale_once_older_than_its_writing(content, tmp_pa
     assert not lock.exists()
 
 
+SWEEP_KILLED_AT = """
+import os, sys
+from pathlib import Path
+import hf_icl.sweep as sweep
+
+spec, source, moment = sys.argv[1:]
+sweep.point_command = lambda spec, point: [sys.executable, "-c", {copy!r}, source, point.arguments["output_dir"]]
+if moment == "writing":  # killed with its point's arguments half written
+    write_text = Path.write_text
+    def half(self, text, **kw):
+        return (write_text(self, text[: len(text) // 2]), os._exit(137)) if self.name == "run.yaml" else write_text(
+            self, text, **kw)
+    Path.write_text = half
+else:  # killed once the point's process has finished, its lock still held and the table not printed
+    train_point = sweep.train_point
+    sweep.train_point = lambda spec, point: (train_point(spec, point), os._exit(137))
+sweep.main([spec])
+"""
+COPY_RUN = "import shutil, sys; shutil.copytree(sys.argv[1], sys.argv[2], dirs_exist_ok=True)"
+"""A point's stand-in training process: it puts a finished run of the same settings in place (the kills here are of
+the sweep's own bookkeeping around it; the run's own kills are in the tests above)."""
+
+
+@pytest.mark.parametrize("moment", ["writing", "completed"])
+def test_a_sweep_killed_as_its_point_completes_is_completed_by_the_next_sweep(finished_run, moment, tmp_path,
+                                                                               monkeypatch):  # fmt: skip
+    """A real kill of the sweep process (os._exit) while it writes the point's arguments, or once its point has
+    finished but before it released the point's lock and printed its table: the next sweep completes the point
+    (trains it, or says "finished before"), leaves no lock, and the finished run is untouched."""
+    import subprocess
+
+    import yaml
+    from cli_entry_points import ROOT
+
+    from hf_icl import sweep
+
+    spec = tmp_path / "spec.yaml"
+    base = {"architecture": "transformer", "preset": "tiny", "report_to": "none", "threads": 1, "warmup_steps": 2,
+            "n_train": 100, "task_option.n_test": 24, "task_option.n_validation": 8, "max_steps": 6,
+            "checkpoint_every": 3}  # finished_run's settings  # fmt: skip
+    spec.write_text(yaml.safe_dump({"output_root": str(tmp_path / "sweep"), "base": base}))
+    killed = subprocess.run([sys.executable, "-c", SWEEP_KILLED_AT.format(copy=COPY_RUN), str(spec),
+                             str(finished_run[0]), moment], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert killed.returncode == 137, killed.stderr[-2000:]
+    run, lock = tmp_path / "sweep" / "run", tmp_path / "sweep" / "run.lock"
+    assert lock.is_file() and run.is_dir() == (moment == "completed")
+    before = snapshot(run) if run.is_dir() else None
+    monkeypatch.setattr(sweep, "point_command", lambda spec, point: [sys.executable, "-c", COPY_RUN,
+                                                                     str(finished_run[0]), str(run)])  # fmt: skip
+    outcome = call(sweep.main, [str(spec)])
+    assert outcome.status == 0 and outcome.escaped is None, (outcome.err[-2000:], outcome.escaped)
+    said = "| run | finished before |" if moment == "completed" else "| run | trained |"
+    assert said in outcome.out and not lock.exists()
+    assert sweep.point_state(run) == "finished" and (before is None or snapshot(run) == before)
+    assert yaml.safe_load((tmp_path / "sweep" / "run.yaml").read_text())["max_steps"] == 6
+
+
 # ---- item 3: damaged artefacts are named in one line, before any work ---------------------------------------------
 
 
