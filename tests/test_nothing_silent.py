@@ -564,6 +564,50 @@ def test_an_unreadable_lock_is_stale_once_older_than_its_writing(content, tmp_pa
     assert not lock.exists()
 
 
+KILLED_IN_CHECKPOINT = """
+import os, sys
+from pathlib import Path
+from accelerate import Accelerator
+from hf_icl.training import main
+
+save_state = Accelerator.save_state
+
+def dying(self, output_dir=None, **kwargs):  # killed with the step-6 checkpoint's weights half written
+    save_state(self, output_dir, **kwargs)
+    if Path(output_dir).name.endswith("step_6"):
+        weights = Path(output_dir, "model.safetensors")
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+        os._exit(137)
+
+Accelerator.save_state = dying
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.slow
+def test_a_run_killed_while_writing_a_checkpoint_resumes_from_the_last_whole_one(finished_run, tmp_path):
+    """A real kill (os._exit) in the middle of the step-6 checkpoint: what is in place is step 3, whole; --resume
+    redoes steps 4-6 from it, cleans the half checkpoint, and ends on the uninterrupted run's weights, bit for bit."""
+    import subprocess
+
+    from cli_entry_points import ROOT
+
+    folder = tmp_path / "run"
+    argv = [*TINY_RUN, "--max-steps", "6", "--checkpoint-every", "3", "--output-dir", str(folder)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    killed = subprocess.run([sys.executable, "-c", KILLED_IN_CHECKPOINT, *argv], capture_output=True, text=True,
+                            timeout=600, env=env)  # fmt: skip
+    assert killed.returncode == 137, killed.stderr[-2000:]
+    assert sorted(p.name for p in (folder / "checkpoints").iterdir()) == [".tmp-step_6", "step_3"]
+    assert not (folder / "model").exists() and not (folder / "metrics.json").exists()
+    outcome = call(train_main, ["--output-dir", str(folder), "--resume"])
+    assert outcome.status == 0 and outcome.escaped is None, (outcome.err[-2000:], outcome.escaped)
+    assert "step_3 at step 3" in outcome.out
+    assert not [p for p in folder.rglob("*") if p.name.startswith((".tmp-", ".old-"))]
+    weights = load_file(folder / "model" / "model.safetensors")
+    assert all(torch.equal(weights[k], finished_run[1][k]) for k in finished_run[1])
+
+
 SWEEP_KILLED_AT = """
 import os, sys
 from pathlib import Path
