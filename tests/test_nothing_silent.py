@@ -831,7 +831,7 @@ def test_a_bad_value_in_the_marker_is_blamed_on_the_marker(finished_run, field, 
 
 # ---- item 8: generated cases of the strict YAML rules --------------------------------------------------------------
 
-from hypothesis import given  # noqa: E402
+from hypothesis import assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 KEYS = st.lists(st.from_regex(r"[a-z][a-z_]{0,7}", fullmatch=True), min_size=1, max_size=6, unique=True)
@@ -849,6 +849,31 @@ def test_any_key_given_twice_is_named_with_both_lines(keys, data):
                        rf"{at + 1}"):  # fmt: skip
         read_yaml("\n".join(lines))
     assert read_yaml("\n".join(lines[:at] + lines[at + 1 :])) == {key: i for i, key in enumerate(keys)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(keep=st.floats(0, 1, exclude_max=True), garbage=st.binary(max_size=24))
+def test_a_weights_file_damaged_anywhere_is_named_by_evaluate_and_resume(finished_run, keep, garbage):
+    """Fuzzed damage (cut at any length, then optional garbage, the length changed): evaluate's check and resume's
+    both name the file, never a traceback and never a pass. (Bytes changed in place inside the tensor data, the
+    length kept, are not detectable: safetensors holds no checksum.)"""
+    import tempfile
+
+    from hf_icl.evaluation.checkpoint_files import check_checkpoint_files
+    from hf_icl.training.checkpoints import checkpoint_problem
+
+    with tempfile.TemporaryDirectory() as folder:
+        model, checkpoint = Path(folder) / "model", Path(folder) / "step_6"
+        shutil.copytree(finished_run[0] / "model", model)
+        shutil.copytree(finished_run[0] / "checkpoints" / "step_6", checkpoint)
+        for weights in (model / "model.safetensors", checkpoint / "model.safetensors"):
+            data = weights.read_bytes()
+            damaged = data[: int(keep * len(data))] + garbage
+            assume(len(damaged) != len(data))
+            weights.write_bytes(damaged)
+        with pytest.raises(ValueError, match=r"model\.safetensors is damaged or missing"):
+            check_checkpoint_files(model)
+        assert checkpoint_problem(checkpoint).startswith("model.safetensors is damaged")
 
 
 @given(value=st.floats(allow_nan=False, allow_infinity=False))
