@@ -2,7 +2,8 @@
 
 `import hf_icl` registers every mixer, architecture (with `AutoConfig`, `AutoModel`, `AutoModelForCausalLM` and
 `AutoModelForInContextRegression`) and task family, then loads the plug-ins of the `hf_icl.plugins` entry-point
-group of every installed distribution.
+group of every installed distribution (a `--help` or `sweep --dry-run` process of an hf_icl command defers them
+until it needs one: :mod:`hf_icl.plugins`).
 
 Python API (mirroring the commands): `hf_icl.train(**options) -> Run`, `hf_icl.evaluate(checkpoint, task, ...)`,
 `hf_icl.sweep(spec)` (:mod:`hf_icl.api`; each is also the module of `python -m hf_icl.<name>`).
@@ -48,6 +49,6 @@ def __getattr__(name: str):
 
 __version__ = "0.1.0"
 
-from .plugins import load_installed_plugins  # noqa: E402  (after the registries exist: plug-ins extend them)
+from .plugins import load_installed_plugins, process_describes_only  # noqa: E402  (after the registries exist)
 
-load_installed_plugins()
+load_installed_plugins(defer=process_describes_only())  # `train.py --help` runs no plug-in code it does not need

@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from .hub.dataset_export import DatasetExport
-from .plugins import add_import_argument, preload, without_imports
+from .plugins import add_import_argument, has_pending, load_pending, preload, without_imports
 from .tasks import FAMILIES
 from .validation import CommandLineParser
 
@@ -73,6 +73,12 @@ def main(argv: list[str] | None = None) -> Path:
         parser.fail(
             f"argument EXPORT: expected an export, task family or task first{got}; one of: {', '.join(sorted(targets))}"
         )
+    if target not in targets and has_pending():  # `export T --help` of a plug-in's T: it is needed to describe T
+        try:
+            load_pending()
+        except ValueError as err:
+            parser.fail(err)
+        targets = export_targets()
     if target not in targets:
         parser.fail(f"argument EXPORT: {target!r} is not one of: {', '.join(sorted(targets))}")
     export, task = targets[target]

@@ -14,6 +14,12 @@ A plug-in is any importable module that calls `hf_icl.register_mixer`, `hf_icl.r
 - The `hf_icl.plugins` entry-point group of any installed distribution (`[project.entry-points."hf_icl.plugins"]`
   `my_name = "my_package.hf_icl_plugin"` in its `pyproject.toml`), loaded by `import hf_icl`.
 
+`-h`/`--help` and `sweep --dry-run` import no plug-in (of any of the three kinds) unless the command cannot be
+described without one: a `--task T` or `--architecture A` (or `export T`) that hf_icl does not have, whose options
+the help lists, or a sweep point that does not parse without them. Then every plug-in named is imported (which one
+registers T is only known by importing it) and the command goes on as usual (:func:`preload`, :func:`load_pending`).
+A plain `train.py --config X --help` therefore runs no code of the `imports:` of X.
+
 A checkpoint of a plug-in architecture or mixer ships the plug-in's modeling code with it (see
 `modeling.remote_code`), so it loads with `trust_remote_code=True` where neither hf_icl nor the plug-in is installed.
 """
@@ -33,10 +39,17 @@ IMPORT_FLAG = "--import"
 IMPORT_HELP = (
     "a plug-in module to import first (a dotted name on sys.path, or the path of a .py file or package folder, "
     "e.g. ./my_plugin.py for one in the current folder), repeatable: its registered mixers, architectures and task "
-    "families become valid choices"
+    "families become valid choices (--help imports it only to describe a --task or --architecture of its own)"
 )
 
+HELP_FLAGS = frozenset({"-h", "--help"})
+TOPIC_FLAGS = ("--task", "--architecture")
+"""Options whose value `--help` describes (`train.py --task T --help`): a value hf_icl lacks needs the plug-ins."""
+
 _loaded: dict[str, str] = {}  # what was given -> the module name it was imported as
+_pending: list[str] = []  # plug-ins named on a command line that only describes itself: imported only when needed
+_installed_pending = False  # the entry points and HF_ICL_PLUGINS, deferred by `import hf_icl` in such a process
+_describing = False  # inside `describing()`: every `preload` defers
 
 
 def import_plugin(name: str, flag: str = IMPORT_FLAG) -> str:
@@ -133,13 +146,112 @@ def _config_imports(path: Path) -> list[str]:
     return [str(name) for name in imports] if isinstance(imports, list) else []
 
 
-def preload(argv: list[str] | None) -> list[str]:
+def preload(argv: list[str] | None, describe_only: bool | None = None) -> list[str]:
     """Import the plug-ins a command line names, before its parser is built (their names become valid choices).
+
+    A command line that only describes itself (`-h`/`--help`, or `describe_only`, or inside :func:`describing`)
+    imports none of them unless it names a `--task` or `--architecture` that no loaded code registers: the names are
+    kept for :func:`load_pending`.
 
     Args:
         argv: the command's arguments (`None`: `sys.argv[1:]`).
+        describe_only: whether the command only describes (`None`: it does when `argv` holds `-h` or `--help`).
+
+    Returns:
+        The module names imported now.
     """
-    return import_plugins(imports_in_argv(list(sys.argv[1:] if argv is None else argv)))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    names = imports_in_argv(argv)
+    if describe_only is None:
+        describe_only = _describing or bool(HELP_FLAGS & set(argv))
+    if not describe_only:
+        return [*load_pending(), *import_plugins(names)]
+    _pending.extend(name for name in names if name not in _loaded and name not in _pending)
+    return load_pending() if unknown_topics(argv) else []
+
+
+def unknown_topics(argv: list[str]) -> list[str]:
+    """The values of `--task`/`--architecture` in `argv` that no loaded code registers (a plug-in's, to describe)."""
+    from .architectures import list_architectures
+    from .tasks import list_tasks
+
+    known = {"--task": list_tasks, "--architecture": list_architectures}
+    found = []
+    for i, arg in enumerate(argv):
+        flag, _, value = arg.partition("=")
+        if flag in TOPIC_FLAGS and not value and i + 1 < len(argv):
+            value = argv[i + 1]
+        if flag in TOPIC_FLAGS and value and value not in known[flag]():
+            found.append(value)
+    return found
+
+
+def load_pending() -> list[str]:
+    """Import the plug-ins a describing command deferred (:func:`preload`, :func:`load_installed_plugins`), now that
+    it needs them; returns their module names."""
+    global _installed_pending
+    loaded = []
+    if _installed_pending:
+        _installed_pending = False
+        loaded += load_installed_plugins()
+    while _pending:
+        loaded.append(import_plugin(_pending.pop(0)))
+    return loaded
+
+
+def has_pending() -> bool:
+    """Whether a describing command deferred plug-ins it has not imported."""
+    return _installed_pending or bool(_pending)
+
+
+@contextlib.contextmanager
+def describing():
+    """Within the block, :func:`preload` defers every plug-in (`sweep --dry-run` checks its points in it)."""
+    global _describing
+    saved, _describing = _describing, True
+    try:
+        yield
+    finally:
+        _describing = saved
+
+
+def command_of_this_process(argv: list[str] | None = None) -> tuple[str, list[str]] | None:
+    """`(command, arguments)` when this process runs an hf_icl command (`train.py ...` of this repository,
+    `python -m hf_icl.<module> ...`, `hf-icl <command> ...`), else `None` (a notebook, a test, a user's script).
+
+    Args:
+        argv: the interpreter's own command line (default `sys.orig_argv`: `python [options] -m module ...`).
+    """
+    argv = list(getattr(sys, "orig_argv", sys.argv) if argv is None else argv)
+    i = 1
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "-m" or (arg.startswith("-m") and not arg.startswith("--")):
+            split = arg == "-m" and i + 1 < len(argv)  # `-m module` or `-mmodule`
+            module, rest = (argv[i + 1], argv[i + 2 :]) if split else (arg[2:], argv[i + 1 :])
+            return (module.rpartition(".")[2], rest) if module.split(".")[0] == "hf_icl" else None
+        if arg.startswith("-c") or arg == "-":
+            return None
+        if arg.startswith("-"):
+            i += 2 if arg in ("-X", "-W", "--check-hash-based-pycs") else 1
+            continue
+        script, rest = Path(arg), argv[i + 1 :]
+        if script.name == "hf-icl":
+            return (rest[0], rest[1:]) if rest else ("", [])
+        if script.name == "train.py" and script.resolve().parent == Path(__file__).resolve().parents[1]:
+            return "train", rest
+        return None
+    return None
+
+
+def process_describes_only(argv: list[str] | None = None) -> bool:
+    """Whether this process is an hf_icl command that only describes itself: `-h`/`--help`, or `sweep --dry-run`
+    (then `import hf_icl` defers the installed plug-ins; see :func:`preload`)."""
+    command = command_of_this_process(argv)
+    if command is None:
+        return False
+    name, arguments = command
+    return bool(HELP_FLAGS & set(arguments)) or (name == "sweep" and "--dry-run" in arguments)
 
 
 def add_import_argument(parser) -> None:
@@ -147,12 +259,19 @@ def add_import_argument(parser) -> None:
     parser.add_argument(IMPORT_FLAG, dest="imports", action="append", default=None, metavar="MODULE", help=IMPORT_HELP)
 
 
-def load_installed_plugins() -> list[str]:
+def load_installed_plugins(defer: bool = False) -> list[str]:
     """Import the plug-ins of the `hf_icl.plugins` entry-point group and of `HF_ICL_PLUGINS` (by `import hf_icl`).
+
+    Args:
+        defer: import nothing now, only when :func:`load_pending` is called (a process that only describes itself).
 
     Raises:
         ImportError: naming the entry point (and its distribution) or the variable, when a plug-in fails to import.
     """
+    global _installed_pending
+    if defer:
+        _installed_pending = True
+        return []
     loaded = []
     for entry_point in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         try:

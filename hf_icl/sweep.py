@@ -66,7 +66,7 @@ from pathlib import Path
 
 import yaml
 
-from .plugins import add_import_argument, preload
+from .plugins import add_import_argument, describing, has_pending, load_pending, preload
 from .run_locks import claimed
 from .training.arguments import (
     RunArguments,
@@ -181,6 +181,8 @@ def assign(values: dict, key: str, value) -> None:
         overrides.pop("ngram_heads", None)
         if value:
             overrides["ngram_heads"] = parse_ngram_heads(value) if isinstance(value, str) else value
+    elif key == "imports" and isinstance(value, list) and isinstance(values.get(key), list):
+        values[key] = list(dict.fromkeys([*values[key], *value]))  # they add up, as train.py's layers do
     else:
         values[key] = value
 
@@ -390,6 +392,11 @@ def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_cha
     if changed and not rerun_changed:
         raise ValueError(changed_points_message(changed))
     pending = [p for p in points if states[p.name] != "finished"]
+    for point in points:
+        lock = Path(spec.output_root) / f"{point.name}.lock"
+        if states[point.name] == "finished" and lock.exists():  # a sweep killed as the point finished left it
+            with claimed(lock):  # taken over from its dead holder and removed (a live holder's is left alone)
+                pass
     results = {p.name: {"name": p.name, "status": "finished before", "returncode": 0, "seconds": 0.0} for p in points}
     if launcher == "ray":
         done = run_with_ray(spec, pending)
@@ -399,6 +406,28 @@ def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_cha
         done = run_locally(spec, pending, jobs)
     results.update({r["name"]: r for r in done})
     return [results[p.name] for p in points]
+
+
+def dry_run(spec: SweepSpec) -> int:
+    """Print every point, its state and its command; train nothing. The points are checked without the plug-ins
+    named (`--import`, `imports:`, `HF_ICL_PLUGINS`, entry points); only when a point does not parse without them
+    (it names a plug-in's task or architecture) are they imported and the points checked again."""
+    points = expand(spec)
+    with describing():
+        try:
+            check_points(points)
+        except ValueError:
+            if not has_pending():
+                raise
+            load_pending()
+            check_points(points)
+    for point in points:
+        state = point_state(Path(point.arguments["output_dir"]), point.settings)
+        if state in ("changed", "extend"):
+            state += ": " + describe_changes(saved_changes(Path(point.arguments["output_dir"]), point.settings))
+        print(f"{point.name}  [{state}]\n    {' '.join(point_command(spec, point))}")
+    print(f"{len(points)} points")
+    return 0
 
 
 def build_parser() -> CommandLineParser:
@@ -418,13 +447,14 @@ def build_parser() -> CommandLineParser:
 
 def main(argv: list[str] | None = None) -> int:
     """Run a sweep. Plug-ins given with `--import` are imported here (the spec's points may name their
-    architectures and tasks) and added to every point's `imports`, so each point's process imports them too."""
-    try:
-        preload(argv)
-    except ValueError as err:
-        build_parser().fail(err)
+    architectures and tasks) and added to every point's `imports`, so each point's process imports them too.
+    `--dry-run` imports plug-ins only when a point does not parse without them (:func:`dry_run`)."""
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        preload(argv, describe_only=args.dry_run or None)
+    except ValueError as err:
+        parser.fail(err)
     try:
         check_limits(args, SWEEP_LIMITS)
         if args.jobs > 1 and args.launcher != "local":
@@ -438,15 +468,7 @@ def main(argv: list[str] | None = None) -> int:
             given = [str(Path(m).resolve()) if Path(m).exists() and not m.isidentifier() else m for m in args.imports]
             spec.base["imports"] = list(dict.fromkeys([*spec.base.get("imports", []), *given]))
         if args.dry_run:
-            points = expand(spec)
-            check_points(points)
-            for point in points:
-                state = point_state(Path(point.arguments["output_dir"]), point.settings)
-                if state in ("changed", "extend"):
-                    state += ": " + describe_changes(saved_changes(Path(point.arguments["output_dir"]), point.settings))
-                print(f"{point.name}  [{state}]\n    {' '.join(point_command(spec, point))}")
-            print(f"{len(points)} points")
-            return 0
+            return dry_run(spec)
         results = run_sweep(spec, args.launcher, args.jobs, args.rerun_changed)
     except (ValueError, OSError) as err:
         parser.fail(err)

@@ -177,3 +177,14 @@ def test_mkdocs_builds_the_docs_strictly(tmp_path):
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "site" / "results" / "P1" / "index.html").is_file()
+
+
+def test_every_test_the_reliability_page_cites_exists():
+    """docs/reliability.md lists each promise with the test that checks it: a renamed or removed test must not leave
+    a promise citing nothing."""
+    cited = set(re.findall(r"\b(test_[a-z0-9_]+)\b", (DOCS / "reliability.md").read_text(encoding="utf-8")))
+    defined = set()
+    for path in (ROOT / "tests").glob("test_*.py"):
+        defined.add(path.stem)  # a file cited as tests/test_x.py
+        defined |= set(re.findall(r"^def (test_[a-z0-9_]+)\(", path.read_text(encoding="utf-8"), re.MULTILINE))
+    assert cited and not sorted(cited - defined), sorted(cited - defined)

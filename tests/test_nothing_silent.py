@@ -254,6 +254,125 @@ def test_a_module_of_the_current_folder_is_imported_only_when_named_as_a_path(cl
     assert sys.modules["nothing_silent_plugin"].LOADED and str(clean_sys_path) not in sys.path
 
 
+MARKER_PLUGIN = "import os, pathlib\npathlib.Path(os.environ['HF_ICL_TEST_MARKERS'], __name__ + '.ran').touch()\n"
+"""A plug-in whose only effect is a file `<its module name>.ran` in `$HF_ICL_TEST_MARKERS`: proof that its code ran."""
+
+
+@pytest.fixture
+def marker_plugins(clean_sys_path, monkeypatch):
+    """Three marker plug-ins in the current folder (`marker_cli.py`, `marker_config.py`, `marker_env.py`), a
+    `run.yaml` whose `imports:` names one, and a fresh plug-in state (nothing deferred, nothing loaded)."""
+    from hf_icl import plugins
+
+    monkeypatch.setenv("HF_ICL_TEST_MARKERS", str(clean_sys_path))
+    for name in ("marker_cli", "marker_config", "marker_env"):
+        (clean_sys_path / f"{name}.py").write_text(MARKER_PLUGIN)
+    (clean_sys_path / "run.yaml").write_text("imports: [./marker_config.py]\nmax_steps: 2\n")
+    monkeypatch.setattr(plugins, "_pending", [], raising=False)
+    monkeypatch.setattr(plugins, "_installed_pending", False, raising=False)
+    yield clean_sys_path
+    for name in ("marker_cli", "marker_config", "marker_env"):
+        sys.modules.pop(name, None)
+
+
+def ran(folder: Path) -> list[str]:
+    return sorted(p.stem for p in folder.glob("*.ran"))
+
+
+def test_help_and_dry_run_run_no_plugin_code_they_do_not_need(marker_plugins, monkeypatch):
+    """`train.py --config X --help` ran the code of X's `imports:`, and `sweep --dry-run` that of its spec's."""
+    import hf_icl.evaluate
+    from hf_icl import plugins
+    from hf_icl.sweep import main as sweep_main
+
+    folder = marker_plugins
+    named = ["--import", "./marker_cli.py"]
+    for entry, argv in [(train_main, [*named, "--config", "run.yaml", "--help"]),
+                        (train_main, [*named, "--config", "run.yaml", "--task", "regbench", "--help"]),
+                        (hf_icl.evaluate.main, [*named, "--help"])]:  # fmt: skip
+        outcome = call(entry, argv)
+        assert outcome.status == 0 and "usage:" in outcome.out, (argv, outcome.err[-1000:], outcome.escaped)
+    (folder / "spec.yaml").write_text(
+        "output_root: sweep\nconfig: run.yaml\nbase: {task: regbench, architecture: transformer, preset: tiny}\n"
+        "grid: {seed: [0, 1]}\n"
+    )
+    outcome = call(sweep_main, ["spec.yaml", *named, "--dry-run"])
+    assert outcome.status == 0 and "2 points" in outcome.out, (outcome.err[-1000:], outcome.escaped)
+    monkeypatch.setenv("HF_ICL_PLUGINS", "./marker_env.py")
+    assert plugins.load_installed_plugins(defer=True) == []  # what `import hf_icl` does in a describing process
+    assert ran(folder) == [] and not (folder / "sweep").exists()
+    # needed: `--task T --help` of a task no loaded code has; which plug-in registers it is known only by importing
+    outcome = call(train_main, [*named, "--config", "run.yaml", "--task", "plugin_task", "--help"])
+    assert ran(folder) == ["marker_cli", "marker_config", "marker_env"]
+    assert_one_line_error(outcome, "argument --task", "'plugin_task'")  # none of them registers it
+
+
+def test_a_dry_run_imports_the_plugins_when_a_point_needs_them(marker_plugins):
+    """A point that does not parse without the plug-ins (here: a task none of them has) imports them, then fails as
+    before; with the built-in tasks above, nothing was imported."""
+    from hf_icl.sweep import main as sweep_main
+
+    (marker_plugins / "spec.yaml").write_text(
+        "output_root: sweep\nconfig: run.yaml\nbase: {task: plugin_task}\ngrid: {seed: [0]}\n"
+    )
+    outcome = call(sweep_main, ["spec.yaml", "--import", "./marker_cli.py", "--dry-run"])
+    assert ran(marker_plugins) == ["marker_cli", "marker_config"], outcome
+    assert_one_line_error(outcome, "point seed=0", "plugin_task")
+
+
+@pytest.mark.parametrize("argv, describes", [
+    (["python", str(Path(__file__).parents[1] / "train.py"), "--config", "x.yaml", "--help"], True),
+    (["python", "-m", "hf_icl.sweep", "spec.yaml", "--dry-run"], True),
+    (["python", "-P", "-X", "dev", "-m", "hf_icl.evaluate", "-h"], True),
+    (["python", "-mhf_icl.export", "regbench", "--help"], True),
+    (["python", "/venv/bin/hf-icl", "sweep", "spec.yaml", "--dry-run"], True),
+    (["python", "-m", "hf_icl.train", "--max-steps", "2"], False),
+    (["python", "-m", "hf_icl.evaluate", "--dry-run"], False),  # only the sweep has a dry run
+    (["python", "/home/me/train.py", "--help"], False),  # a script of one's own sees every plug-in
+    (["python", "-m", "pytest", "--help"], False),
+    (["python", "-c", "import hf_icl", "--help"], False),
+])  # fmt: skip
+def test_import_hf_icl_defers_installed_plugins_only_for_a_describing_command(argv, describes):
+    from hf_icl.plugins import process_describes_only
+
+    assert process_describes_only(argv) is describes
+
+
+@pytest.mark.slow
+def test_help_in_a_fresh_process_runs_no_plugin_of_any_kind_unless_it_names_one_of_theirs(tmp_path):
+    """For real: entry point, `HF_ICL_PLUGINS`, `--import` and a config's `imports:`, each a marker plug-in (~50 s)."""
+    import subprocess
+
+    from cli_entry_points import ROOT
+
+    for name in ("marker_cli", "marker_config", "marker_env", "marker_entry_point"):
+        (tmp_path / f"{name}.py").write_text(MARKER_PLUGIN)
+    shutil.copytree(ROOT / "tests" / "plugin_example" / "hf_icl_toy_plugin", tmp_path / "hf_icl_toy_plugin")
+    dist = tmp_path / "site" / "marker_entry_point-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: marker-entry-point\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[hf_icl.plugins]\nmarker = marker_entry_point\n")
+    (tmp_path / "run.yaml").write_text("imports: [./marker_config.py]\nmax_steps: 2\n")
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_ICL_TEST_MARKERS": str(tmp_path), "HF_ICL_PLUGINS":
+           "./marker_env.py", "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), str(tmp_path), str(ROOT)])}
+
+    def run(*argv):
+        result = subprocess.run([sys.executable, *argv], capture_output=True, text=True, env=env, cwd=tmp_path,
+                                timeout=600, stdin=subprocess.DEVNULL)  # fmt: skip
+        assert result.returncode == 0, result.stderr[-2000:]
+        return result.stdout
+
+    assert "usage: train.py" in run(str(ROOT / "train.py"), "--import", "./marker_cli.py", "--config", "run.yaml",
+                                    "--help")  # fmt: skip
+    assert ran(tmp_path) == []
+    out = run(str(ROOT / "train.py"), "--import", "./hf_icl_toy_plugin", "--task", "toy_lagged_sum", "--help")
+    assert "task 'toy_lagged_sum' (family 'toy_plugin_regression'" in out  # its options, described by the plug-in
+    assert ran(tmp_path) == ["marker_entry_point", "marker_env"]
+    (tmp_path / "spec.yaml").write_text("output_root: sweep\nbase: {task: toy_lagged_sum, architecture: toy_ema, "
+                                        "preset: tiny, max_steps: 2}\ngrid: {seed: [0]}\n")  # fmt: skip
+    assert "seed=0  [new]" in run("-m", "hf_icl.sweep", "spec.yaml", "--import", "./hf_icl_toy_plugin", "--dry-run")
+
+
 # ---- item 7: the Python API names the argument it refuses ----------------------------------------------------------
 
 
@@ -445,6 +564,108 @@ def test_an_unreadable_lock_is_stale_once_older_than_its_writing(content, tmp_pa
     assert not lock.exists()
 
 
+KILLED_IN_CHECKPOINT = """
+import os, sys
+from pathlib import Path
+from accelerate import Accelerator
+from hf_icl.training import main
+
+save_state = Accelerator.save_state
+
+def dying(self, output_dir=None, **kwargs):  # killed with the step-6 checkpoint's weights half written
+    save_state(self, output_dir, **kwargs)
+    if Path(output_dir).name.endswith("step_6"):
+        weights = Path(output_dir, "model.safetensors")
+        weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+        os._exit(137)
+
+Accelerator.save_state = dying
+main(sys.argv[1:])
+"""
+
+
+@pytest.mark.slow
+def test_a_run_killed_while_writing_a_checkpoint_resumes_from_the_last_whole_one(finished_run, tmp_path):
+    """A real kill (os._exit) in the middle of the step-6 checkpoint: what is in place is step 3, whole; --resume
+    redoes steps 4-6 from it, cleans the half checkpoint, and ends on the uninterrupted run's weights, bit for bit."""
+    import subprocess
+
+    from cli_entry_points import ROOT
+
+    folder = tmp_path / "run"
+    argv = [*TINY_RUN, "--max-steps", "6", "--checkpoint-every", "3", "--output-dir", str(folder)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    killed = subprocess.run([sys.executable, "-c", KILLED_IN_CHECKPOINT, *argv], capture_output=True, text=True,
+                            timeout=600, env=env)  # fmt: skip
+    assert killed.returncode == 137, killed.stderr[-2000:]
+    assert sorted(p.name for p in (folder / "checkpoints").iterdir()) == [".tmp-step_6", "step_3"]
+    assert not (folder / "model").exists() and not (folder / "metrics.json").exists()
+    outcome = call(train_main, ["--output-dir", str(folder), "--resume"])
+    assert outcome.status == 0 and outcome.escaped is None, (outcome.err[-2000:], outcome.escaped)
+    assert "step_3 at step 3" in outcome.out
+    assert not [p for p in folder.rglob("*") if p.name.startswith((".tmp-", ".old-"))]
+    weights = load_file(folder / "model" / "model.safetensors")
+    assert all(torch.equal(weights[k], finished_run[1][k]) for k in finished_run[1])
+
+
+SWEEP_KILLED_AT = """
+import os, sys
+from pathlib import Path
+import hf_icl.sweep as sweep
+
+spec, source, moment = sys.argv[1:]
+sweep.point_command = lambda spec, point: [sys.executable, "-c", {copy!r}, source, point.arguments["output_dir"]]
+if moment == "writing":  # killed with its point's arguments half written
+    write_text = Path.write_text
+    def half(self, text, **kw):
+        return (write_text(self, text[: len(text) // 2]), os._exit(137)) if self.name == "run.yaml" else write_text(
+            self, text, **kw)
+    Path.write_text = half
+else:  # killed once the point's process has finished, its lock still held and the table not printed
+    train_point = sweep.train_point
+    sweep.train_point = lambda spec, point: (train_point(spec, point), os._exit(137))
+sweep.main([spec])
+"""
+COPY_RUN = "import shutil, sys; shutil.copytree(sys.argv[1], sys.argv[2], dirs_exist_ok=True)"
+"""A point's stand-in training process: it puts a finished run of the same settings in place (the kills here are of
+the sweep's own bookkeeping around it; the run's own kills are in the tests above)."""
+
+
+@pytest.mark.parametrize("moment", ["writing", "completed"])
+def test_a_sweep_killed_as_its_point_completes_is_completed_by_the_next_sweep(finished_run, moment, tmp_path,
+                                                                               monkeypatch):  # fmt: skip
+    """A real kill of the sweep process (os._exit) while it writes the point's arguments, or once its point has
+    finished but before it released the point's lock and printed its table: the next sweep completes the point
+    (trains it, or says "finished before"), leaves no lock, and the finished run is untouched."""
+    import subprocess
+
+    import yaml
+    from cli_entry_points import ROOT
+
+    from hf_icl import sweep
+
+    spec = tmp_path / "spec.yaml"
+    base = {"architecture": "transformer", "preset": "tiny", "report_to": "none", "threads": 1, "warmup_steps": 2,
+            "n_train": 100, "task_option.n_test": 24, "task_option.n_validation": 8, "max_steps": 6,
+            "checkpoint_every": 3}  # finished_run's settings  # fmt: skip
+    spec.write_text(yaml.safe_dump({"output_root": str(tmp_path / "sweep"), "base": base}))
+    killed = subprocess.run([sys.executable, "-c", SWEEP_KILLED_AT.format(copy=COPY_RUN), str(spec),
+                             str(finished_run[0]), moment], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})  # fmt: skip
+    assert killed.returncode == 137, killed.stderr[-2000:]
+    run, lock = tmp_path / "sweep" / "run", tmp_path / "sweep" / "run.lock"
+    assert lock.is_file() and run.is_dir() == (moment == "completed")
+    before = snapshot(run) if run.is_dir() else None
+    monkeypatch.setattr(sweep, "point_command", lambda spec, point: [sys.executable, "-c", COPY_RUN,
+                                                                     str(finished_run[0]), str(run)])  # fmt: skip
+    outcome = call(sweep.main, [str(spec)])
+    assert outcome.status == 0 and outcome.escaped is None, (outcome.err[-2000:], outcome.escaped)
+    said = "| run | finished before |" if moment == "completed" else "| run | trained |"
+    assert said in outcome.out and not lock.exists()
+    assert sweep.point_state(run) == "finished" and (before is None or snapshot(run) == before)
+    assert yaml.safe_load((tmp_path / "sweep" / "run.yaml").read_text())["max_steps"] == 6
+
+
 # ---- item 3: damaged artefacts are named in one line, before any work ---------------------------------------------
 
 
@@ -505,6 +726,39 @@ def test_evaluate_names_a_damaged_checkpoint_file_before_any_work(finished_run, 
     argv = ["--checkpoint", str(folder), "--task", "regbench", "--output-dir", str(tmp_path / "eval")]
     assert_one_line_error(call(hf_icl.evaluate.main, argv), "argument --checkpoint", str(folder), *fragments)
     assert not (tmp_path / "eval").exists()
+
+
+def test_resume_names_weights_that_do_not_fit_the_saved_settings_model(finished_run, tmp_path, capsys):
+    """Saved settings that build another model than the checkpoint holds (3 layers over 2-layer weights, e.g. after a
+    hand edit or a preset change): the resume failed inside Accelerate's loading, once per checkpoint, with a
+    truncated key list in warnings and "no checkpoint loads (see the warnings above)" as its line."""
+    import json
+
+    from safetensors.torch import save_file
+
+    from hf_icl.training.checkpoints import RUN_MARKER
+
+    folder = tmp_path / "run"
+    shutil.copytree(finished_run[0], folder)
+    marker = json.loads((folder / RUN_MARKER).read_text())
+    marker["run_config"]["overrides"] = {**marker["run_config"]["overrides"], "num_hidden_layers": 3}
+    (folder / RUN_MARKER).write_text(json.dumps(marker))
+    before = snapshot(folder)
+    outcome = call(train_main, ["--output-dir", str(folder), "--resume"])
+    assert_one_line_error(outcome, "argument --resume", str(folder / "checkpoints" / "step_6" / "model.safetensors"),
+                          f"does not hold the model that the settings in {folder / RUN_MARKER} build",
+                          "weights the model needs are not in it (model.layers.2.", "nothing was changed")  # fmt: skip
+    assert snapshot(folder) == before
+    shutil.rmtree(folder)
+    shutil.copytree(finished_run[0], folder)  # a newest checkpoint with a tensor the model has no place for
+    newest = folder / "checkpoints" / "step_6" / "model.safetensors"
+    save_file({**load_file(newest), "stray.weight": torch.zeros(2)}, newest, metadata={"format": "pt"})
+    train_main(["--output-dir", str(folder), "--resume"])
+    captured = capsys.readouterr()
+    assert "does not fit the model (1 weights in it have no place in the model (stray.weight))" in captured.out
+    assert "step_3 at step 3" in captured.out
+    weights = load_file(folder / "model" / "model.safetensors")
+    assert all(torch.equal(weights[k], finished_run[1][k]) for k in finished_run[1])  # steps 4-6 redone exactly
 
 
 # ---- item 6: every split is checked against the model before training ---------------------------------------------
@@ -577,7 +831,7 @@ def test_a_bad_value_in_the_marker_is_blamed_on_the_marker(finished_run, field, 
 
 # ---- item 8: generated cases of the strict YAML rules --------------------------------------------------------------
 
-from hypothesis import given  # noqa: E402
+from hypothesis import assume, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 KEYS = st.lists(st.from_regex(r"[a-z][a-z_]{0,7}", fullmatch=True), min_size=1, max_size=6, unique=True)
@@ -595,6 +849,31 @@ def test_any_key_given_twice_is_named_with_both_lines(keys, data):
                        rf"{at + 1}"):  # fmt: skip
         read_yaml("\n".join(lines))
     assert read_yaml("\n".join(lines[:at] + lines[at + 1 :])) == {key: i for i, key in enumerate(keys)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(keep=st.floats(0, 1, exclude_max=True), garbage=st.binary(max_size=24))
+def test_a_weights_file_damaged_anywhere_is_named_by_evaluate_and_resume(finished_run, keep, garbage):
+    """Fuzzed damage (cut at any length, then optional garbage, the length changed): evaluate's check and resume's
+    both name the file, never a traceback and never a pass. (Bytes changed in place inside the tensor data, the
+    length kept, are not detectable: safetensors holds no checksum.)"""
+    import tempfile
+
+    from hf_icl.evaluation.checkpoint_files import check_checkpoint_files
+    from hf_icl.training.checkpoints import checkpoint_problem
+
+    with tempfile.TemporaryDirectory() as folder:
+        model, checkpoint = Path(folder) / "model", Path(folder) / "step_6"
+        shutil.copytree(finished_run[0] / "model", model)
+        shutil.copytree(finished_run[0] / "checkpoints" / "step_6", checkpoint)
+        for weights in (model / "model.safetensors", checkpoint / "model.safetensors"):
+            data = weights.read_bytes()
+            damaged = data[: int(keep * len(data))] + garbage
+            assume(len(damaged) != len(data))
+            weights.write_bytes(damaged)
+        with pytest.raises(ValueError, match=r"model\.safetensors is damaged or missing"):
+            check_checkpoint_files(model)
+        assert checkpoint_problem(checkpoint).startswith("model.safetensors is damaged")
 
 
 @given(value=st.floats(allow_nan=False, allow_infinity=False))

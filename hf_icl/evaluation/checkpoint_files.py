@@ -83,15 +83,33 @@ def check_weights_fit(model, checkpoint: Path) -> None:
     Raises:
         ValueError: naming `config.json`, the weight files, and a few of the keys.
     """
+    files = safetensors_files(checkpoint)
+    mismatch = weights_mismatch(model, files)
+    if mismatch:
+        raise ValueError(
+            f"{checkpoint / 'config.json'} does not describe the model in {', '.join(f.name for f in files)}: "
+            + mismatch
+        )
+
+
+def weights_mismatch(model, files: list[Path]) -> str | None:
+    """How the tensors of the safetensors `files` differ from the parameters and buffers of `model` (keys missing on
+    either side, other shapes; a few keys of each), else `None`; `None` too without files (nothing to compare).
+
+    Keys saved from a wrapped model (`module.` of DDP, `_orig_mod.` of `torch.compile`) are compared without that
+    prefix. Reads the files' headers only.
+    """
     from safetensors import safe_open
 
-    files = safetensors_files(checkpoint)
     if not files:
-        return  # a pytorch_model.bin: transformers checks what it can
+        return None  # a pytorch_model.bin, or a sharded FSDP state: transformers or accelerate checks what they can
     shapes: dict[str, tuple] = {}
     for weights in files:
         with safe_open(str(weights), "pt") as handle:
             shapes.update({key: tuple(handle.get_slice(key).get_shape()) for key in handle.keys()})
+    for prefix in ("module.", "_orig_mod."):
+        if shapes and all(key.startswith(prefix) for key in shapes):
+            shapes = {key[len(prefix) :]: shape for key, shape in shapes.items()}
     state = model.state_dict(keep_vars=True)  # tied weights are one object under several keys
     saved_objects = {id(tensor) for key, tensor in state.items() if key in shapes}
     missing = [key for key, tensor in state.items() if key not in shapes and id(tensor) not in saved_objects]
@@ -102,11 +120,7 @@ def check_weights_fit(model, checkpoint: Path) -> None:
              for what, keys in (("weights the model needs are not in it", missing),
                                 ("weights in it have no place in the model", unexpected),
                                 ("weights have another shape (saved vs config)", reshaped)) if keys]  # fmt: skip
-    if parts:
-        raise ValueError(
-            f"{checkpoint / 'config.json'} does not describe the model in {', '.join(f.name for f in files)}: "
-            + "; ".join(parts)
-        )
+    return "; ".join(parts) or None
 
 
 def skeleton(head: str, config):

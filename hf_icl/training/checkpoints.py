@@ -186,6 +186,41 @@ def load_checkpoint(accelerator, candidates: list[Path]) -> tuple[Path, dict]:
     )
 
 
+def checkpoints_that_fit(
+    model, candidates: list[Path], output_dir: Path, described: str
+) -> tuple[list[Path], list[str]]:
+    """The checkpoints among `candidates` whose saved weights are exactly `model`'s (its keys and shapes, read from
+    the safetensors headers; :func:`hf_icl.evaluation.checkpoint_files.weights_mismatch`), and a warning for each
+    one skipped. A resume would otherwise fail inside Accelerate's loading with a truncated list of keys, once per
+    checkpoint, or load into a model the saved settings no longer describe.
+
+    Args:
+        model: the model the run's settings build, before `prepare`.
+        candidates: completed checkpoints, newest first.
+        output_dir: the run folder (for the message).
+        described: the model's architecture, preset and overrides, as the message names them.
+
+    Raises:
+        ResumeError: none fits; one line naming the marker, the weights file and the keys that differ.
+    """
+    from ..evaluation.checkpoint_files import weights_mismatch
+
+    fitting, skipped = [], []
+    for checkpoint in candidates:
+        files = sorted(checkpoint.glob("model*.safetensors"))[:1]  # Accelerate's file of the first (only) model
+        mismatch = weights_mismatch(model, files)
+        (skipped.append((files[0], mismatch)) if mismatch else fitting.append(checkpoint))
+    if not fitting:
+        weights, mismatch = skipped[0]
+        raise ResumeError(
+            f"argument --resume: {weights} does not hold the model that the settings in {output_dir / RUN_MARKER} "
+            f"build ({described}): {mismatch}; the saved settings (or this hf_icl's preset) changed since the "
+            "checkpoint was written: restore them, or start again with --overwrite; nothing was changed"
+        )
+    warnings = [f"warning: skipping checkpoint {w.parent}: {w.name} does not fit the model ({m})" for w, m in skipped]
+    return fitting, warnings
+
+
 def run_outputs() -> set[str]:
     """Names of the top-level entries a run may write: :data:`RUN_OUTPUTS`, every family's plot, their temporaries."""
     from ..tasks import FAMILIES

@@ -30,6 +30,7 @@ from .arguments import RunArguments
 from .checkpoints import (
     ResumeError,
     checkpoint_dir,
+    checkpoints_that_fit,
     clean_leftovers,
     clear_run_folder,
     load_checkpoint,
@@ -322,6 +323,14 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None, chan
     run.data = prepare_data(run)
     accelerator = run.accelerator
     model = build_task_model(run)
+    if resume_from:  # the saved weights against the model the settings build, before any training
+        candidates = [resume_from] if isinstance(resume_from, Path) else list(resume_from)
+        overrides = f", overrides {args.overrides}" if args.overrides else ""
+        resume_from, warnings = checkpoints_that_fit(
+            model, candidates, run.output_dir, f"{args.architecture}, preset {args.preset}{overrides}"
+        )
+        for warning in warnings:
+            accelerator.print(warning)
     per_process_batch = max(1, args.batch_size // accelerator.num_processes)
     curricula = args.curricula()
     try:
