@@ -14,7 +14,7 @@ side in one run:
    ((q kᵀ) ⊙ M) v that it replaced (still the path off the CPU), in the same process, interleaved; outputs and
    gradients are checked to agree first. ratio = plain time / blocked time.
 3. **Vectorised elementwise maths in the compiled kernels**: the selective scan's softplus, sigmoid and SiLU gate
-   (`scan_softplus`, `scan_sigmoid` of `hf_icl/mixers/ops/selective_scan_exp.py`), and unchecked divisions
+   (`scan_softplus`, `scan_sigmoid` of `hf_icl/mixers/ops/numba_math.py`), and unchecked divisions
    (`error_model="numpy"`) there and in RWKV's WKV. The scan runs as Mamba calls it (Δ before its softplus, the D
    skip, the gate z) at the T = 82 shape and at the many-outlier shape (B = 64, T = 192), the WKV at RWKV `tiny`'s
    T = 82 shape, forward + backward, each against the form it replaced: the same kernel source with libm's exp and

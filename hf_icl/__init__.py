@@ -16,6 +16,7 @@ from . import numba_vectors  # noqa: F401  (first, before any numba import: 512-
 from .api import Run
 from .architectures import ARCHITECTURES, config_for, list_architectures, register_architecture
 from .architectures.auto import AutoModelForInContextRegression
+from .deprecation import install_moved_module_finder
 from .mixers import register_mixer
 from .tasks import list_tasks, load_task, load_tokenizer, register_family
 
@@ -48,6 +49,8 @@ def __getattr__(name: str):
 
 
 __version__ = "0.1.0"
+
+install_moved_module_finder()  # old module paths without a file (`deprecation.MOVED_MODULES`)
 
 from .plugins import load_installed_plugins, process_describes_only  # noqa: E402  (after the registries exist)
 

@@ -79,8 +79,8 @@ def architectures_table() -> str:
     for name in sorted(ARCHITECTURES):
         entry = ARCHITECTURES[name]
         mixers = ", ".join(f"`{m}`" for m in dict.fromkeys(entry.config_class().mixer_types))
-        capabilities = [cap for cap in ("recurrent_decode", "attention_maps", "ngram_heads", "continuous_inputs")
-                        if getattr(entry, cap)]  # fmt: skip
+        capabilities = [cap for cap in ("recurrent_decode", "attention_maps") if getattr(entry, cap)]
+        capabilities += [*entry.block_features, *(["continuous_inputs"] if entry.continuous_inputs else [])]
         rows.append([f"`{name}`", f"`{Path(_where(entry.config_class)).parent}/`", mixers,
                      ", ".join(f"`{p}`" for p in entry.presets), ", ".join(capabilities) or "—"])  # fmt: skip
     return _table(["architecture", "folder", "mixers (default)", "presets", "capabilities"], rows)

@@ -23,11 +23,11 @@ The grid axis `variant` names bundles of keys set together (`variant: {gla+ngh: 
 `train.py --config` run would read (`base` wins). Keys of `base` and `grid` are `RunArguments` fields (`train.py
 --help`), `override.<config field>` (as `--override`), `shared_override.<config field>` (as `--shared-override`:
 applied to the points whose architecture reads the field, so a sweep over architectures can give the Transformer
-RoPE without giving it to Mamba), `task_option.<task field>` (as `--task-option`) or `ngram_heads` (as
-`--ngram-heads`); `override.<field>: null` (or `task_option.<field>: null`) in a grid value
-removes that override set by `config` or `base`, so one variant can drop a field its model does not have (Mamba
-reads no `num_masked_heads`). A point's name lists every grid key, `key=label` joined by `,`; its run arguments
-are written to `<output_root>/<name>.yaml`, its output to `<output_root>/<name>.log`.
+RoPE without giving it to Mamba), `task_option.<task field>` (as `--task-option`) or a block feature's field in its
+flag's syntax (`ngram_heads` as `--ngram-heads`); `override.<field>: null` (or `task_option.<field>: null`) in a
+grid value removes that override set by `config` or `base`, so one variant can drop a field its model does not have
+(Mamba reads no `num_masked_heads`). A point's name lists every grid key, `key=label` joined by `,`; its run
+arguments are written to `<output_root>/<name>.yaml`, its output to `<output_root>/<name>.log`.
 
 Each point is its own process, `python -m hf_icl.train --config <name>.yaml` (a subprocess rather than a call in this
 process: every run starts from a fresh Accelerate state, thread setting and memory, a crashed point does not end the
@@ -66,13 +66,13 @@ from pathlib import Path
 
 import yaml
 
+from .block_features.feature_registry import feature_options, parse_feature_option
 from .plugins import add_import_argument, describing, has_pending, load_pending, preload
 from .run_locks import claimed
 from .training.arguments import (
     RunArguments,
     load_yaml_config,
     parse_args,
-    parse_ngram_heads,
     read_yaml,
     setting_differences,
 )
@@ -151,9 +151,10 @@ def check_key(key: str) -> None:
     allowed = sorted({f.name for f in fields(RunArguments)} - set(SWEEP_OWNED))
     if key in SWEEP_OWNED:
         raise ValueError(f"{key!r} is set by the sweep for every point; remove it from base/grid")
-    if key not in allowed and key != "ngram_heads" and not key.startswith(PREFIXED):
+    options = list(feature_options())  # block features' config fields, set in their flags' syntax
+    if key not in allowed and key not in options and not key.startswith(PREFIXED):
         raise ValueError(
-            f"key {key!r} is not one of: {', '.join(allowed)}, ngram_heads, "
+            f"key {key!r} is not one of: {', '.join([*allowed, *options])}, "
             + ", ".join(f"{prefix}.<field>" for prefix in PREFIXED_GROUPS)
         )
 
@@ -176,11 +177,11 @@ def assign(values: dict, key: str, value) -> None:
             group.pop(name, None)
         else:
             group[name] = value
-    elif key == "ngram_heads":
+    elif key in feature_options():  # a block feature's field, e.g. `ngram_heads: "1:1,2,3"` as its flag reads it
         overrides = values.setdefault("overrides", {})
-        overrides.pop("ngram_heads", None)
+        overrides.pop(key, None)
         if value:
-            overrides["ngram_heads"] = parse_ngram_heads(value) if isinstance(value, str) else value
+            overrides[key] = parse_feature_option(key, value)
     elif key == "imports" and isinstance(value, list) and isinstance(values.get(key), list):
         values[key] = list(dict.fromkeys([*values[key], *value]))  # they add up, as train.py's layers do
     else:

@@ -7,6 +7,7 @@ folders are loaded by one subprocess. A save that fails leaves no half-written f
 """
 
 import contextlib
+import fnmatch
 import json
 import os
 import shutil
@@ -200,6 +201,27 @@ def test_register_for_auto_class_then_save_pretrained(exported, arch):
     config = json.loads((folder / "config.json").read_text())
     assert set(config["auto_map"]) == {"AutoConfig", "AutoModel", "AutoModelForCausalLM"}
     assert (folder / "model.safetensors").is_file()
+    assert_loaded_remotely(exported, arch)
+
+
+@pytest.mark.parametrize(
+    "arch, shipped, left_out",
+    [
+        ("transformer", set(), ("ngram*", "selective_scan*", "slow*")),  # no unit it does not use (issue 52)
+        (
+            "slowfast_transformer",
+            {"slowfast.py", "slowfast_block.py", "slow_features.py"},
+            ("ngram*", "selective_scan*"),
+        ),
+        ("mamba", {"selective_scan.py"}, ("ngram*", "slow*")),
+    ],
+)
+def test_a_checkpoint_ships_only_the_units_its_config_uses(exported, arch, shipped, left_out):
+    """Remote code holds the skeleton, the architecture and the mixers and block features its config turns on; the
+    plain Transformer's loads where hf_icl is not installed (`assert_loaded_remotely`)."""
+    files = {path.name for path in exported[1][arch].glob("*.py")}
+    assert shipped <= files
+    assert [name for name in files if any(fnmatch.fnmatch(name, pattern) for pattern in left_out)] == []
     assert_loaded_remotely(exported, arch)
 
 

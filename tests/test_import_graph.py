@@ -18,6 +18,7 @@ which point down the layers from an old place and are imported by nothing in the
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -152,3 +153,54 @@ def test_deferred_imports_add_edges():
 def test_the_cycle_finder_finds_a_cycle_and_accepts_a_tree():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == ["a", "b", "c", "a"]
     assert find_cycle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
+
+
+SKELETON = "hf_icl.modeling"
+SHARED_BELOW_THE_SKELETON = {"hf_icl.mixers.registry", "hf_icl.block_features.feature_registry"}
+"""The units' registries the skeleton may import (each imports nothing of the units it registers)."""
+
+
+def direct_targets(name: str, modules: dict[str, Path]) -> set[str]:
+    """The package's modules `name` imports by name (deferred imports too), without the packages that run first:
+    what an exported checkpoint ships with it (`modeling.remote_code` follows exactly these)."""
+    return {t for t in imported_modules(name, modules[name], modules, deferred=True) if t in modules}
+
+
+def reached_from_the_skeleton() -> set[str]:
+    modules = module_files()
+    pending = [m for m in modules if m == SKELETON or m.startswith(SKELETON + ".")]
+    reached = set()
+    while pending:
+        name = pending.pop()
+        if name not in reached:
+            reached.add(name)
+            pending.extend(direct_targets(name, modules))
+    return reached
+
+
+def test_the_skeleton_sits_below_the_units():
+    """`hf_icl/modeling` imports no unit: no specific mixer (only the mixer registry and the shared `mixers.ops`
+    helpers), no architecture, no block feature (only its registry), no task; neither do the modules it imports."""
+    outside = sorted(m for m in reached_from_the_skeleton() if not m.startswith(SKELETON))
+    allowed = SHARED_BELOW_THE_SKELETON | {m for m in outside if m.startswith("hf_icl.mixers.ops.")}
+    assert set(outside) - allowed == set(), f"the skeleton reaches units: {sorted(set(outside) - allowed)}"
+    assert not any("selective_scan" in m or "ngram" in m or "slow" in m for m in outside), outside
+
+
+def test_the_skeleton_names_no_block_feature():
+    """No file of `hf_icl/modeling` names a paper feature (code, comments and docstrings): the features are units
+    (`hf_icl/block_features/`) that the skeleton reaches through their registry's hooks only."""
+    import hf_icl.block_features
+
+    names = {*hf_icl.block_features.BLOCK_FEATURES, "ngram", "slowfast", "slow_feature"}
+    pattern = re.compile("|".join(map(re.escape, sorted(names))), flags=re.IGNORECASE)
+    for path in sorted((PACKAGE / "modeling").rglob("*.py")):
+        match = pattern.search(path.read_text(encoding="utf-8"))
+        assert match is None, f"{path.relative_to(PACKAGE.parent)} names {match.group(0)!r}"
+
+
+def test_the_layering_check_sees_a_unit_imported_by_the_skeleton():
+    modules = module_files()
+    assert "hf_icl.mixers.registry" in direct_targets("hf_icl.modeling.layers", modules)
+    assert "hf_icl.block_features.feature_registry" in direct_targets("hf_icl.modeling.decoder", modules)
+    assert "hf_icl.mixers.ngram" in direct_targets("hf_icl.block_features.ngram_heads", modules)

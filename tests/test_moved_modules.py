@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from hf_icl.deprecation import MOVED_MODULES as MOVED_WITHOUT_FILE
 from hf_icl.export import export_targets
 from hf_icl.tasks import FAMILIES
 
@@ -29,6 +30,7 @@ MOVED_MODULES = {
     "hf_icl.evaluation.icl_arithmetic_eval": "hf_icl.tasks.icl_arithmetic.evaluation",
     "hf_icl.evaluation.text_lm_eval": "hf_icl.tasks.text_lm.evaluation",
     "hf_icl.evaluation.text_mixture_eval": "hf_icl.tasks.text_mixture.evaluation",
+    **MOVED_WITHOUT_FILE,
 }
 """Modules of the release before the family folders -> the module that replaced them."""
 

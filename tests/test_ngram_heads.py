@@ -16,9 +16,9 @@ from test_models import REMOTE_LOAD, prefix_logits, step_by_step_logits
 from transformers import AutoModelForCausalLM
 
 import hf_icl
+from hf_icl.block_features.ngram_heads import NgramBlock
 from hf_icl.mixers.ngram import NgramHead, ngram_head_average, ngram_ids
 from hf_icl.modeling.cache import ICLCache
-from hf_icl.modeling.ngram_blocks import NgramBlock
 from hf_icl.training.arguments import parse_args
 
 

@@ -13,11 +13,12 @@ from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
 import hf_icl
 from hf_icl.architectures import ARCHITECTURES, Architecture
+from hf_icl.block_features import block_feature
+from hf_icl.block_features.ngram_heads import NgramBlock
 from hf_icl.mixers import CausalSelfAttention, SlidingDilatedAttention, SlidingWindowAttention, list_mixers, mixer_spec
 from hf_icl.mixers.ngram import NgramHead
-from hf_icl.modeling.configuration import SIZES, ngram_head_architectures, size_presets
+from hf_icl.modeling.configuration import SIZES, block_feature_architectures, size_presets
 from hf_icl.modeling.layers import DecoderBlock
-from hf_icl.modeling.ngram_blocks import NgramBlock
 
 ARCHS = hf_icl.list_architectures()
 NGRAM_SPEC = [{"layer": 0, "orders": [1, 2]}]
@@ -66,7 +67,7 @@ def test_capabilities_are_the_papers(arch):
     assert entry.attention_maps == (arch in WITH_ATTENTION)
     if entry.config_class.__module__.startswith("hf_icl."):  # the zoo; a plug-in declares its own
         assert entry.mixing_maps == (arch not in WITHOUT_MAPS)
-    assert entry.ngram_heads == (arch not in WITHOUT_NGRAM_HEADS)
+    assert ("ngram_heads" in entry.block_features) == (arch not in WITHOUT_NGRAM_HEADS)
     assert entry.continuous_inputs
 
 
@@ -95,18 +96,18 @@ def test_capabilities_match_the_built_model(arch):
             from_ids = model(input_ids).logits
             from_embeddings = model(inputs_embeds=model.get_input_embeddings()(input_ids)).logits
         torch.testing.assert_close(from_embeddings, from_ids)
-    if entry.ngram_heads:
+    if "ngram_heads" in entry.block_features:
         with_heads = tiny(arch, ngram_heads=NGRAM_SPEC)
         assert sum(isinstance(layer, NgramBlock) for layer in with_heads.model.layers) == 2
 
 
 @pytest.mark.parametrize("arch", sorted(WITHOUT_NGRAM_HEADS))
 def test_ngram_heads_fail_at_config_time_naming_the_architectures_that_take_them(arch):
-    accepting = [name for name in ARCHS if ARCHITECTURES[name].ngram_heads]
-    assert ngram_head_architectures() == accepting
+    accepting = [name for name in ARCHS if "ngram_heads" in ARCHITECTURES[name].block_features]
+    assert block_feature_architectures(block_feature("ngram_heads")) == accepting
     with pytest.raises(ValueError, match="ngram_heads") as error:
         hf_icl.config_for(arch, "tiny", ngram_heads=NGRAM_SPEC)
-    assert f"Architectures that accept n-gram heads: {', '.join(accepting)}" in str(error.value)
+    assert f"Architectures that accept ngram_heads: {', '.join(accepting)}" in str(error.value)
 
 
 @pytest.mark.parametrize("name", [*list_mixers(), "ngram"])
@@ -148,7 +149,7 @@ CASES = [
 CASES += [
     pytest.param(arch, "tiny", {"ngram_heads": NGRAM_SPEC}, id=f"{arch}-tiny-ngram")
     for arch in ARCHS
-    if ARCHITECTURES[arch].ngram_heads
+    if "ngram_heads" in ARCHITECTURES[arch].block_features
 ]
 
 

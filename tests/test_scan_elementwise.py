@@ -1,4 +1,4 @@
-"""The compiled scan's vectorisable elementwise functions (`mixers/ops/selective_scan_exp.py`) ≡ torch's, in float32
+"""The compiled scan's vectorisable elementwise functions (`mixers/ops/numba_math.py`) ≡ torch's, in float32
 within the argument-rounding bound of 2^w and in float64 to rounding, with inf, NaN and the softplus threshold exact."""
 
 import math
@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 numba = pytest.importorskip("numba")
 
-from hf_icl.mixers.ops.selective_scan_exp import (  # noqa: E402
+from hf_icl.mixers.ops.numba_math import (  # noqa: E402
     scan_exp,
     scan_sigmoid,
     scan_softplus,

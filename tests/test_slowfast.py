@@ -13,7 +13,7 @@ from transformers import AutoModelForCausalLM
 
 import hf_icl
 from hf_icl.architectures.transformer import ICLTransformerForCausalLM
-from hf_icl.modeling.slow_features import (
+from hf_icl.block_features.slowfast.slow_features import (
     gp_kl,
     gp_prior_covariance,
     moving_average,

@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 from dataclasses import fields
 
+from ..block_features.feature_registry import feature_fields
 from ..mixers.registry import all_fields, fields_of
 from ..modeling.configuration import ICLConfig, check_choice
 from ..validation import (
@@ -58,7 +59,7 @@ def config_for(architecture: str, preset: str = "tiny", **overrides) -> ICLConfi
     check_choice("architecture", architecture, list_architectures())
     config_cls = ARCHITECTURES[architecture].config_class
     declared = {f.name for f in fields(config_cls)}
-    mixer_fields = all_fields()
+    mixer_fields = {**all_fields(), **feature_fields()}  # block features' fields are on every config
     former = {name: field.name for field in mixer_fields.values() for name in field.former_names}
     for key in overrides:
         if key not in declared and key not in mixer_fields and key not in former:
@@ -77,6 +78,7 @@ def config_for(architecture: str, preset: str = "tiny", **overrides) -> ICLConfi
             raise ValueError(f"{key}={value!r} is not allowed: expected {limit.describe()}")
     used = fields_of(config.mixer_types)
     unused = [key for key in overrides if key not in declared and former.get(key, key) not in used]
+    unused = [key for key in unused if key not in feature_fields()]
     if unused:
         raise ValueError(
             f"config field {unused[0]!r} is read by no mixer of this {architecture} config (mixers: "

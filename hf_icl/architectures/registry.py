@@ -13,8 +13,9 @@ from types import MappingProxyType
 
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM
 
+from ..block_features.feature_registry import BLOCK_FEATURES
 from ..mixers.registry import mixer_spec
-from ..modeling.configuration import ICLConfig
+from ..modeling.configuration import ICLConfig, accepts_block_feature
 from .auto import AutoModelForInContextRegression
 
 
@@ -30,7 +31,8 @@ class Architecture:
     - `attention_maps`: some mixer returns softmax attention maps (which the analysis tools read).
     - `mixing_maps`: every mixer reports a map under `output_attentions`, softmax or exact linear
       (`mixers.ops.mixing_maps`), so every layer's token mixing can be read (all but LSTM layers).
-    - `ngram_heads`: the config class's `supports_ngram_heads` (`config.ngram_heads` is accepted).
+    - `block_features`: the registered block features a config of this class can turn on through their config
+      field (`BlockFeature.selector`), e.g. `ngram_heads`; those that add layers need a `plain_layer_stack`.
     - `continuous_inputs`: there is a regression model, the backbone's forward takes `inputs_embeds` (so its
       read-in `Linear(d_x, d)` can feed it) and every mixer works without `input_ids`.
 
@@ -54,7 +56,7 @@ class Architecture:
     recurrent_decode: bool = field(init=False)
     attention_maps: bool = field(init=False)
     mixing_maps: bool = field(init=False)
-    ngram_heads: bool = field(init=False)
+    block_features: tuple[str, ...] = field(init=False)
     continuous_inputs: bool = field(init=False)
 
     def __post_init__(self):
@@ -64,7 +66,11 @@ class Architecture:
             "recurrent_decode": all(mixer.recurrent for mixer in mixers),
             "attention_maps": any(mixer.attention_maps for mixer in mixers),
             "mixing_maps": all(mixer.attention_maps or mixer.mixing_maps for mixer in mixers),
-            "ngram_heads": self.config_class.supports_ngram_heads,
+            "block_features": tuple(
+                name
+                for name, feature in BLOCK_FEATURES.items()
+                if feature.selector is not None and accepts_block_feature(self.config_class, feature)
+            ),
             "continuous_inputs": self.regression_class is not None
             and "inputs_embeds" in inspect.signature(self.model_class.forward).parameters
             and all(mixer.continuous_inputs for mixer in mixers),

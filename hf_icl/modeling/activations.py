@@ -14,7 +14,7 @@ import torch
 from torch import nn
 from transformers.activations import ACT2FN
 
-from ..mixers.ops.selective_scan import scan_backend
+from ..mixers.ops.cpu_paths import compiled_backend
 
 try:
     from ..mixers.ops.gelu_numba import NumbaGELUTanh
@@ -26,7 +26,7 @@ class GELUTanh(nn.Module):
     """GPT-2's tanh-approximated GELU, ½x(1 + tanh(√(2/π)(x + 0.044715x³))), on the fastest exact CPU path."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if NumbaGELUTanh is not None and x.dtype == torch.float32 and scan_backend(x) == "numba":
+        if NumbaGELUTanh is not None and x.dtype == torch.float32 and compiled_backend(True, x) == "numba":
             return NumbaGELUTanh.apply(x)
         return nn.functional.gelu(x, approximate="tanh")
 

@@ -3,7 +3,8 @@
 An architecture subclasses it to set `model_type`, its defaults and its `PRESETS`; per-layer mixer choice is data
 (`mixer_types`), so hybrids are configurations rather than new code paths. The config keeps only the fields every
 architecture shares; each mixer declares the fields it reads in its own file (`hf_icl.mixers.registry.ConfigField`),
-and a config gets, as flat attributes, those of the mixers its layers use. `config.json` stays one flat file.
+and a config gets, as flat attributes, those of the mixers its layers use, and those of every registered block
+feature (`hf_icl.block_features.feature_registry`), whose hooks it runs. `config.json` stays one flat file.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from typing import ClassVar
 
 from transformers import PreTrainedConfig
 
+from ..block_features.feature_registry import BLOCK_FEATURES, feature_fields, used_block_features
 from ..mixers.registry import all_fields, fields_of, list_mixers, mixer_spec
-from .ngram_blocks import check_ngram_heads
 from .remote_code import save_pretrained_with_code
 
 FFN_TYPES = ("mlp", "glu", "none")
@@ -100,8 +101,14 @@ def unread_override(config, overrides, architecture: str) -> str | None:
     return None
 
 
-def ngram_head_architectures() -> list[str]:
-    """Architectures (model types without the `icl_` prefix) whose config accepts `ngram_heads`.
+def accepts_block_feature(config_class, feature) -> bool:
+    """Whether configs of `config_class` may turn on block feature `feature` (a registered `BlockFeature` class):
+    one that adds or removes layers needs a `plain_layer_stack`."""
+    return config_class.plain_layer_stack or not feature.edits_layer_stack
+
+
+def block_feature_architectures(feature) -> list[str]:
+    """Architectures (model types without the `icl_` prefix) whose config accepts block feature `feature`.
 
     Found by walking the imported `ICLConfig` subclasses, so the skeleton never imports the zoo (`import hf_icl`
     imports every architecture).
@@ -110,7 +117,7 @@ def ngram_head_architectures() -> list[str]:
     while pending:
         cls = pending.pop()
         pending.extend(cls.__subclasses__())
-        if cls.supports_ngram_heads and cls.model_type.startswith("icl_"):
+        if accepts_block_feature(cls, feature) and cls.model_type.startswith("icl_"):
             found.add(cls.model_type.removeprefix("icl_"))
     return sorted(found)
 
@@ -137,10 +144,6 @@ class ICLConfig(PreTrainedConfig):
         ffn (`str`): feed-forward net after each mixer: `mlp`, `glu` or `none`.
         ffn_types (`list[str]`, *optional*): per-layer feed-forward nets (length `num_hidden_layers`); hybrids such
             as "TF with initial Mamba" use `none` after the Mamba layer and `mlp` elsewhere.
-        ngram_heads (`list[dict]`, *optional*): n-gram blocks to place (P1 §6), each
-            `{"layer": m, "orders": [1, 2, 3], "replace": False}`: one NgramBlock per order after layer m (0-based;
-            negative m counts from the output), or instead of layer m with `"replace": True`.
-        ngram_shift (`int`): `shift_step` of the n-gram heads (P1 Figure 7): read the token this far after a match.
         norm (`str`): `layernorm` or `rmsnorm`.
         hidden_act (`str`): activation of the MLP; `gelu_pytorch_tanh` is GPT-2's tanh GELU as one fused kernel
             (`gelu_new`, the same function in Python ops, is 7× slower on CPU).
@@ -153,11 +156,17 @@ class ICLConfig(PreTrainedConfig):
         **mixer fields: the fields of the mixers in `mixer_types` (e.g. `gate_low_rank` for GLA, `ssm_state_size`
             for Mamba), declared in each mixer's file; `hf_icl.mixers.fields_of(config.mixer_types)` lists them.
             Fields of other mixers found in a saved config (every field was shared before) are kept as they are.
+        **block feature fields: the fields every registered block feature declares in its own file (e.g. the
+            layer placements that turn one on); `hf_icl.block_features.feature_fields()` lists them.
     """
 
     model_type = "icl"
     PRESETS: ClassVar[dict[str, dict]] = {}
-    supports_ngram_heads: ClassVar[bool] = True  # False where the layer schedule is not a fixed stack
+    plain_layer_stack: ClassVar[bool] = True
+    """False where `run_layers` does not apply `self.layers` once each, in order (blocks reapplied, two streams):
+    block features that add or remove layers (`edits_layer_stack`) are then refused."""
+    block_features: ClassVar[tuple[str, ...]] = ()
+    """Block features this config class turns on whatever its field values (an architecture built on one)."""
 
     vocab_size: int = 20
     input_dim: int | None = None
@@ -174,8 +183,6 @@ class ICLConfig(PreTrainedConfig):
     mixer_types: list[str] | None = None
     ffn: str = "mlp"
     ffn_types: list[str] | None = None
-    ngram_heads: list[dict] | None = None
-    ngram_shift: int = 1
     norm: str = "layernorm"
     hidden_act: str = "gelu_pytorch_tanh"
     layer_norm_epsilon: float = 1e-5
@@ -216,6 +223,8 @@ class ICLConfig(PreTrainedConfig):
         self.check_sizes()  # mixer fields derive from them (head_dim = hidden_size // num_attention_heads)
         for field in fields_of(self.mixer_types).values():  # the used mixers' fields: default, derived, checked
             setattr(self, field.name, field.resolve(self))
+        for field in feature_fields().values():  # every block feature's fields: any config may turn one on
+            setattr(self, field.name, field.resolve(self))
         self.check()
 
     def mixer_fields(self) -> dict:
@@ -246,15 +255,22 @@ class ICLConfig(PreTrainedConfig):
             value = getattr(self, field)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ValueError(f"{field}={value!r} must be a positive integer or None")
-        check_ngram_heads(self.ngram_heads, self.num_hidden_layers)
-        if self.ngram_heads and not self.supports_ngram_heads:
-            raise ValueError(
-                f"ngram_heads={self.ngram_heads!r} is not supported by {self.model_type} (its layer schedule is not a "
-                f"fixed stack); allowed: None. Architectures that accept n-gram heads: "
-                f"{', '.join(ngram_head_architectures())}"
-            )
-        if self.ngram_shift < 0:
-            raise ValueError(f"ngram_shift={self.ngram_shift} must be ≥ 0")
+        for field in feature_fields().values():
+            field.resolve(self)
+        for name in self.block_features:
+            if name not in BLOCK_FEATURES:
+                raise ValueError(
+                    f"block feature {name!r} of {self.model_type} is not one of: {', '.join(BLOCK_FEATURES)}"
+                )
+        for feature in used_block_features(self):
+            if not accepts_block_feature(type(self), feature):
+                value = f"{feature.selector}={getattr(self, feature.selector)!r}" if feature.selector else feature.name
+                raise ValueError(
+                    f"{value} is not supported by {self.model_type} (its layer schedule is not a fixed stack); "
+                    f"allowed: None. Architectures that accept {feature.name}: "
+                    f"{', '.join(block_feature_architectures(feature))}"
+                )
+            feature.check_config(self)
         for field in ("vocab_size", "num_hidden_layers", "max_position_embeddings"):
             if getattr(self, field) < 1:
                 raise ValueError(f"{field}={getattr(self, field)} must be a positive integer")

@@ -15,10 +15,10 @@ from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils.deprecation import deprecate_kwarg
 
+from ..block_features.feature_registry import used_block_features
 from .cache import ICLCache
 from .configuration import ICLConfig
 from .layers import DecoderBlock, build_norm
-from .ngram_blocks import build_layers
 from .outputs import ForwardRecorder, ICLCausalLMOutput, ICLModelOutput
 from .remote_code import save_pretrained_with_code
 from .states import per_position_states, requested_positions
@@ -27,13 +27,45 @@ from .states import per_position_states, requested_positions
 renamed_cache_kwarg = deprecate_kwarg("past_key_values", version="6.0.0", new_name="cache", raise_if_both_names=True)
 
 
+def build_layers(config, block_class=DecoderBlock) -> nn.ModuleList:
+    """The decoder's layers in order: `block_class(config, i)` for i < L, then as the config's block features say.
+
+    A used feature's `block_class`, if any, replaces the default `DecoderBlock` (a model class naming its own
+    `block_class` keeps it); each used feature's `place_layers` then edits the plan (e.g. inserts blocks after a
+    layer, or instead of it). The layers are built in their final order; layers placed by features get cache slots
+    L, L + 1, ... in that order, so every layer keeps its own state.
+
+    Args:
+        config: an `ICLConfig`.
+        block_class: `(config, layer_idx) -> nn.Module`, the model class's choice for the L regular layers.
+    """
+    features = used_block_features(config)
+    given = [feature for feature in features if feature.block_class is not None]
+    if len(given) > 1:
+        raise ValueError(f"block features {', '.join(f.name for f in given)} each give the block class; use one")
+    if given and block_class is DecoderBlock:
+        block_class = given[0].block_class
+    regular = [lambda slot, i=i: block_class(config, i) for i in range(config.num_hidden_layers)]
+    plan = list(regular)
+    for feature in features:
+        plan = feature.place_layers(config, plan)
+    layers, slot = [], config.num_hidden_layers
+    for builder in plan:
+        if any(builder is own for own in regular):
+            layers.append(builder(None))
+        else:
+            layers.append(builder(slot))
+            slot += 1
+    return nn.ModuleList(layers)
+
+
 class ICLPreTrainedModel(PreTrainedModel):
     """Base class: weight init, cache policy and the remote-code export on `save_pretrained`."""
 
     config_class = ICLConfig
     base_model_prefix = "model"
     supports_gradient_checkpointing = False
-    _no_split_modules = ["DecoderBlock", "NgramBlock"]
+    _no_split_modules = ["DecoderBlock"]  # the backbone adds the classes of the layers its block features place
     _skip_keys_device_placement = ["cache"]
     _supports_sdpa = True
     _supports_attention_backend = True
@@ -112,8 +144,8 @@ class ICLModel(ICLPreTrainedModel):
         config (`ICLConfig`): the architecture's configuration.
     """
 
-    # `(config, layer_idx) -> block`: the class of the L regular layers. An architecture whose blocks carry more
-    # than one stream (the slow/fast Transformer) names its own `DecoderBlock` subclass here.
+    # `(config, layer_idx) -> block`: the class of the L regular layers. A block feature may give another one
+    # (`BlockFeature.block_class`, e.g. blocks that carry a second stream); a model class naming its own keeps it.
     block_class = DecoderBlock
 
     def __init__(self, config: ICLConfig):
@@ -125,7 +157,10 @@ class ICLModel(ICLPreTrainedModel):
         if config.position_embedding == "learned":
             self.embed_positions = nn.Embedding(config.max_position_embeddings, config.hidden_size)
         self.dropout = nn.Dropout(config.dropout)
-        self.layers = build_layers(config, self.block_class)  # L blocks, plus any n-gram blocks `ngram_heads` places
+        self.layers = build_layers(config, self.block_class)  # L blocks, plus any layers block features place
+        self._no_split_modules = list(
+            dict.fromkeys([*self._no_split_modules, *(type(l).__name__ for l in self.layers)])
+        )
         self.norm = build_norm(config)
         self.post_init()
 

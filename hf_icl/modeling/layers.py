@@ -1,4 +1,6 @@
-"""Building blocks of the shared skeleton: norms, feed-forward nets and the pre-norm `DecoderBlock`."""
+"""Building blocks of the shared skeleton: norms, feed-forward nets and the pre-norm `DecoderBlock`.
+
+Block features subclass these (`hf_icl.block_features`), so this module imports none of their registry."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 from transformers.utils import ModelOutput
 
+from ..block_features.feature_registry import used_block_features
 from .configuration import ICLConfig
 from .decoder import ICLModel, ICLPreTrainedModel, renamed_cache_kwarg
 from .in_context import InContextRegressionMixin, check_tensor
@@ -52,7 +53,7 @@ class ICLForRegression(InContextRegressionMixin, ICLPreTrainedModel):
     Architecture shells subclass it with their `config_class` and `base_model_class`. Two ways to call it:
     `model(inputs)` predicts at every position of a ready continuous sequence; `model(xs=..., ys=...)` is in-context
     regression (see `InContextRegressionMixin.forward_in_context`), where `predict_streaming` gives the same
-    predictions through the cache. N-gram heads need token ids, so a config with `ngram_heads` is refused.
+    predictions through the cache. A config that turns on a block feature needing token ids is refused.
 
     Args:
         config (`ICLConfig`): the architecture's configuration, with `input_dim` (d_x) and `output_dim` (d_y) set.
@@ -67,11 +68,15 @@ class ICLForRegression(InContextRegressionMixin, ICLPreTrainedModel):
         for field in ("input_dim", "output_dim"):
             if getattr(config, field) is None:
                 raise ValueError(f"{field}=None: {type(self).__name__} needs config.{field} as a positive integer")
-        if config.ngram_heads:
-            raise ValueError(
-                f"ngram_heads={config.ngram_heads!r}: n-gram heads match token ids, which continuous inputs "
-                "(input_dim) do not have; allowed with input_dim: None"
-            )
+        for feature in used_block_features(config):
+            if not feature.continuous_inputs:
+                value = (
+                    f"{feature.selector}={getattr(config, feature.selector)!r}" if feature.selector else feature.name
+                )
+                raise ValueError(
+                    f"{value}: {feature.needs_token_ids}, which continuous inputs (input_dim) do not have; allowed "
+                    "with input_dim: None"
+                )
         super().__init__(config)
         self.read_in = nn.Linear(config.input_dim, config.hidden_size)
         self.model = self.base_model_class(config)

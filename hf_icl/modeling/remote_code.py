@@ -194,9 +194,10 @@ def exported_classes(obj) -> dict[str, type]:
 def export_modeling_code(obj, folder: str | Path) -> dict[str, str]:
     """Write the flat modeling files `obj` needs into `folder` and return the `auto_map` entries for them.
 
-    Besides the exported classes' modules, the files of the mixers the config's layers use are shipped, and the
-    config's module imports them at its end: a mixer registers itself on import (`mixers.registry`), so the shipped
-    code knows exactly the mixers this checkpoint needs, plug-in mixers included.
+    Besides the exported classes' modules, the files of the mixers the config's layers use and of the block features
+    it turns on are shipped, and the config's module imports them at its end: mixers and features register
+    themselves on import (`mixers.registry`, `block_features.feature_registry`), so the shipped code knows exactly
+    the units this checkpoint needs, plug-ins included, and no others.
 
     Args:
         obj: an hf_icl model or config (see :func:`exported_classes`).
@@ -205,23 +206,25 @@ def export_modeling_code(obj, folder: str | Path) -> dict[str, str]:
     Returns:
         `{auto class name: "<flat module>.<class name>"}`.
     """
+    from ..block_features.feature_registry import used_block_features
     from ..mixers.registry import MIXERS
 
     classes = exported_classes(obj)
     config = obj if isinstance(obj, PreTrainedConfig) else obj.config
     config_module = type(config).__module__
-    mixer_classes = {MIXERS[name] for name in getattr(config, "mixer_types", None) or []}
-    mixer_classes = {cls for cls in mixer_classes if cls.__module__ != config_module}  # defined beside the config
-    mixer_modules = {cls.__module__ for cls in mixer_classes}
-    sources = collect_modeling_sources(sorted({cls.__module__ for cls in classes.values()} | mixer_modules))
+    unit_classes = {MIXERS[name] for name in getattr(config, "mixer_types", None) or []}
+    unit_classes |= set(used_block_features(config))
+    unit_classes = {cls for cls in unit_classes if cls.__module__ != config_module}  # defined beside the config
+    unit_modules = {cls.__module__ for cls in unit_classes}
+    sources = collect_modeling_sources(sorted({cls.__module__ for cls in classes.values()} | unit_modules))
     config_file = f"{_flat_name(config_module)}.py"
-    if mixer_classes and config_file in sources:
+    if unit_classes and config_file in sources:
         # `from .x import Name`: transformers copies a remote module's dependencies by this pattern only.
         imports = "".join(
             f"from .{_flat_name(cls.__module__)} import {cls.__name__}  # noqa: E402, F401\n"
-            for cls in sorted(mixer_classes, key=lambda cls: (cls.__module__, cls.__name__))
+            for cls in sorted(unit_classes, key=lambda cls: (cls.__module__, cls.__name__))
         )
-        note = "# Added by hf_icl's export: the mixers of this checkpoint register themselves on import.\n"
+        note = "# Added by hf_icl's export: the mixers and block features of this checkpoint register on import.\n"
         sources[config_file] += f"\n\n{note}{imports}"
     for name, source in sources.items():
         (Path(folder) / name).write_text(source, encoding="utf-8")

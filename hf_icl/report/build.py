@@ -15,7 +15,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..atomic_files import atomic_path, write_text_atomic  # noqa: E402
-from ..modeling.ngram_blocks import ngram_heads_label  # noqa: E402
+from ..block_features.feature_registry import features_label  # noqa: E402
 from . import findings as rules  # noqa: E402
 from .assess import assess  # noqa: E402
 from .document import Document  # noqa: E402
@@ -150,7 +150,7 @@ def run_table(records: list[RunRecord]) -> tuple[list[str], list[list]]:
     for r in sorted(records, key=lambda r: r.name):
         m, train, model = r.metrics, r.metrics.get("train", {}), r.metrics["test"].get("model", {})
         cells = [f"{model[k]:.4g}" if k in model else "–" for k in keys]
-        heads = ngram_heads_label(m.get("run_config", {}).get("overrides", {}).get("ngram_heads"))
+        heads = features_label(m.get("run_config", {}).get("overrides"))
         cpu = train.get("cpu_time_s")
         minutes = f"{cpu / 60:.1f}" if isinstance(cpu, (int, float)) else "–"
         if is_over_budget(r):

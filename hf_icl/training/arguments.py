@@ -10,12 +10,18 @@ import sys
 import warnings
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
+from types import SimpleNamespace
 
 import yaml
 
 from ..architectures import ARCHITECTURES, list_architectures
+from ..block_features.feature_registry import (
+    feature_options,
+    features_label,
+    parse_feature_option,
+    used_block_features,
+)
 from ..modeling.configuration import check_choice, unread_override
-from ..modeling.ngram_blocks import ngram_heads_label
 from ..plugins import add_import_argument, preload
 from ..strict_yaml import read_yaml  # strict: no duplicate keys, alias bombs or malformed numbers
 from ..tasks import (
@@ -115,7 +121,7 @@ class RunArguments:
             return Path(self.output_dir)
         n_train = self.n_train or family_of(self.task).run_defaults.get("n_train")
         size = f"-n{n_train}" if n_train else ""
-        arch = self.architecture + ngram_heads_label(self.overrides.get("ngram_heads"))  # e.g. retnet+ngh1.123
+        arch = self.architecture + features_label(self.overrides)  # block features' labels, e.g. retnet+ngh1.123
         return Path("outputs") / f"{self.task}{size}-{arch}-{self.preset}-s{self.seed}"
 
     def to_dict(self) -> dict:
@@ -168,25 +174,21 @@ LEGACY_TASK_OPTIONS: dict[str, str] = {"train_on_delimiter": "--train-on-delimit
 and flag still set the task option, with a `FutureWarning`, until the release after next."""
 
 
-def parse_ngram_heads(text: str) -> list[dict]:
-    """`"1:1,2,3"` -> `[{"layer": 1, "orders": [1, 2, 3], "replace": False}]` (the `ngram_heads` config field).
+def option_type(option):
+    """The argparse `type` of a block feature's option: its `parse`, with errors prefixed by the flag."""
 
-    Entries are `LAYER:ORDERS[:replace]`, separated by `;` (e.g. `"1:1,2,3:replace;-2:1,2,3:replace"`).
-    """
-    specs = []
-    for entry in filter(None, (part.strip() for part in text.split(";"))):
-        parts = entry.split(":")
+    def parse(text: str):
         try:
-            if len(parts) not in (2, 3) or (len(parts) == 3 and parts[2] != "replace"):
-                raise ValueError
-            specs.append(
-                {"layer": int(parts[0]), "orders": [int(o) for o in parts[1].split(",")], "replace": len(parts) == 3}
-            )
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"--ngram-heads entry {entry!r} must look like LAYER:ORDERS[:replace], e.g. 1:1,2,3 or -2:1,2,3:replace"
-            ) from None
-    return specs
+            return option.parse(text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(f"{option.flag} {err}") from None
+
+    return parse
+
+
+def feature_flags() -> dict[str, str]:
+    """Config field -> the flag of the block feature option that sets it (for error messages)."""
+    return {name: option.flag for name, option in feature_options().items()}
 
 
 def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
@@ -234,15 +236,10 @@ def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
         "lists task T's options with their types and defaults); options every family of a kind reads: "
         + "; ".join(_task_option_help()),
     )
-    parser.add_argument(
-        "--ngram-heads",
-        action="append",
-        type=parse_ngram_heads,
-        metavar="LAYER:ORDERS[:replace]",
-        help="insert n-gram blocks (P1 §6) after layer LAYER (0-based, negative from the output), one per order, or "
-        "replace that layer; ';'-separated or repeated, e.g. --ngram-heads 1:1,2,3 or "
-        "--ngram-heads=1:1,2,3:replace;-2:1,2,3:replace (write '=' when LAYER is negative); sets config ngram_heads",
-    )
+    for name, option in feature_options().items():  # each block feature's own flag (e.g. --ngram-heads)
+        parser.add_argument(
+            option.flag, dest=name, action="append", type=option_type(option), metavar=option.metavar, help=option.help
+        )
     parser.add_argument("--lr", type=float, help="peak learning rate")
     parser.add_argument(
         "--min-lr",
@@ -457,11 +454,13 @@ def with_relative_min_lr(values: dict, base: dict, given: dict) -> dict:
 def command_line_values(namespace: dict) -> dict:
     """The `RunArguments` fields a parsed command line gives (flags left out are absent, not `None`)."""
     values = {key: value for key, value in namespace.items() if value is not None}
-    for flag in ("override", "shared_override", "task_option", "aux_loss_weight", "ngram_heads"):
+    for flag in ("override", "shared_override", "task_option", "aux_loss_weight"):
         values.pop(flag, None)
     overrides = dict(namespace["override"] or [])
-    if namespace["ngram_heads"]:
-        overrides["ngram_heads"] = [spec for specs in namespace["ngram_heads"] for spec in specs]
+    for name in feature_options():  # a block feature's flag, repeatable: the parsed values concatenated
+        values.pop(name, None)
+        if namespace.get(name):
+            overrides[name] = [item for parsed in namespace[name] for item in parsed]
     for name, pairs in (("overrides", overrides), ("shared_overrides", dict(namespace["shared_override"] or [])),
                         ("task_options", dict(namespace["task_option"] or [])),
                         ("aux_loss_weights", dict(namespace["aux_loss_weight"] or []))):  # fmt: skip
@@ -673,12 +672,12 @@ def load_yaml_config(path: Path) -> dict:
         if key not in known:
             raise ValueError(f"argument --config: field {key!r} is not one of: {', '.join(sorted(known))}")
     overrides = values.get("overrides")
-    if isinstance(overrides, dict) and isinstance(overrides.get("ngram_heads"), str):  # the flag's own syntax
-        try:
-            values["overrides"] = {**overrides, "ngram_heads": parse_ngram_heads(overrides["ngram_heads"])}
-        except argparse.ArgumentTypeError as err:
-            message = str(err).replace("--ngram-heads", "ngram_heads")
-            raise ValueError(f"argument --config: overrides.{message}") from None
+    for name in feature_options() if isinstance(overrides, dict) else ():  # a block feature's flag syntax
+        if name in overrides:
+            try:
+                overrides = values["overrides"] = {**overrides, name: parse_feature_option(name, overrides[name])}
+            except ValueError as err:
+                raise ValueError(f"argument --config: overrides.{name} {err}") from None
     with naming("--config"):
         fields_only = {key: value for key, value in values.items() if key not in LEGACY_TASK_OPTIONS}
         check_field_values(RunArguments, fields_only)
@@ -757,12 +756,14 @@ def validate(args: RunArguments) -> None:
     if args.push_to_hub is not None:
         with naming("--push-to-hub"):
             validate_repo_id(args.push_to_hub)
-    if args.overrides.get("ngram_heads") and family_of(args.task).head != "causal_lm":
-        raise ValueError(
-            f"argument --ngram-heads: n-gram heads match token ids, and task {args.task!r} has continuous inputs "
-            f"(head {family_of(args.task).head!r}); allowed with token tasks only"
-        )
-    with naming("--override", {"ngram_heads": "--ngram-heads"}):
+    with naming("--override", feature_flags()):
+        for feature in used_block_features(SimpleNamespace(**args.overrides)):  # selected by an override
+            if not feature.continuous_inputs and family_of(args.task).head != "causal_lm":
+                flag = feature_flags().get(feature.selector, "--override")
+                raise ValueError(
+                    f"argument {flag}: {feature.needs_token_ids}, and task {args.task!r} has continuous inputs "
+                    f"(head {family_of(args.task).head!r}); allowed with token tasks only"
+                )
         try:
             config = config_for(args.architecture, args.preset, **args.overrides)  # unknown or invalid fields fail here
         except (TypeError, ArithmeticError) as err:  # a value the config's own checks do not cover

@@ -20,13 +20,13 @@ from tqdm.auto import tqdm
 
 from ..architectures import config_for
 from ..architectures.heads import build_model
+from ..block_features.feature_registry import features_label
 from ..evaluation.split_probe import probe_evaluation_splits
 from ..evaluation.tables import markdown_table
-from ..modeling.ngram_blocks import ngram_heads_label
 from ..modeling.states import state_size_report
 from ..tasks import EvalRequest, TaskData, TaskFamily, TaskRequest, family_of
 from ..validation import check_output_folder, naming, one_line
-from .arguments import RunArguments
+from .arguments import RunArguments, feature_flags
 from .checkpoints import (
     ResumeError,
     checkpoint_dir,
@@ -174,12 +174,12 @@ def build_task_model(run: Run):
 
     Raises:
         RunSetupError: an override contradicts the data (a vocabulary smaller than the task's), or the head refuses
-            the config (n-gram heads on continuous inputs).
+            the config (a block feature that needs token ids, on continuous inputs).
     """
     args = run.args
     check_data_fields(run.data.model_fields, args.overrides, args.task)
     try:
-        with naming("--override", {"ngram_heads": "--ngram-heads"}):
+        with naming("--override", feature_flags()):
             config = config_for(args.architecture, args.preset, **{**run.data.model_fields, **args.overrides})
             return build_model(run.family.head, config)
     except ValueError as err:
@@ -609,8 +609,7 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         metrics["setting_changes"] = setting_changes
     write_reports(run.output_dir, metrics, family)
     finish_export(run, model, metrics)
-    heads = ngram_heads_label(args.overrides.get("ngram_heads"))
-    trained = f"{args.architecture}{heads} ({args.preset}) on {args.task}, {total_steps} steps"
+    trained = f"{args.architecture}{features_label(args.overrides)} ({args.preset}) on {args.task}, {total_steps} steps"
     print(f"\n{trained}; reports in {run.output_dir}")
     print("\n".join(markdown_table(test)))
     return metrics

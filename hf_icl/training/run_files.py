@@ -11,16 +11,16 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from ..atomic_files import atomic_path, write_json_atomic, write_text_atomic  # noqa: E402
+from ..block_features.feature_registry import features_label  # noqa: E402
 from ..evaluation.length_sweep import draw_length_curve  # noqa: E402
 from ..evaluation.tables import markdown_table, metric_rows  # noqa: E402
-from ..modeling.ngram_blocks import ngram_heads_label  # noqa: E402
 
 
 def write_summary(path: Path, metrics: dict) -> None:
     run, train = metrics["run_config"], metrics["train"]
     size = f" (N={run['n_train']})" if run.get("n_train") else ""
     epochs = f" ({train['epochs']:.2f} epochs)" if train.get("epochs") is not None else " (online sampling)"
-    heads = ngram_heads_label((run.get("overrides") or {}).get("ngram_heads"))  # e.g. "+ngh1.123"
+    heads = features_label(run.get("overrides"))  # the block features' labels, e.g. "+ngh1.123"
     lines = [
         f"# {run['architecture']}{heads} ({run['preset']}) on {run['task']}{size}",
         "",

@@ -35,7 +35,7 @@ class ICLRegularGPTConfig(ICLConfig):
             hidden_size=256, num_hidden_layers=1, num_attention_heads=8, dilated_attention_missing_keys="zero"
         ),
     }
-    supports_ngram_heads: ClassVar[bool] = False  # blocks are reapplied at a depth set by the input length
+    plain_layer_stack: ClassVar[bool] = False  # blocks are reapplied at a depth set by the input length
 
     mixer: str = "dilated_attention"
     dilated_attention_chunk_size: int = 2

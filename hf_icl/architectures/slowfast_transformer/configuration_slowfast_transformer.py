@@ -69,7 +69,8 @@ class ICLSlowFastTransformerConfig(ICLConfig):
     """
 
     model_type = "icl_slowfast_transformer"
-    supports_ngram_heads: ClassVar[bool] = False  # n-gram blocks would need a slow-stream rule of their own
+    plain_layer_stack: ClassVar[bool] = False  # blocks ν < ℓ run two streams: a placed layer would need a rule
+    block_features: ClassVar[tuple[str, ...]] = ("slowfast",)  # every layer is a two-stream `SlowFastBlock`
     PRESETS: ClassVar[dict[str, dict]] = {
         **size_presets(
             hidden_size=(60, 120, 232),

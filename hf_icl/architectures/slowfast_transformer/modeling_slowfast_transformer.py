@@ -1,9 +1,10 @@
 """`icl_slowfast_transformer` model classes: the slow/fast Transformer of P3 (Learning Fast and Slow; DESIGN §5.7).
 
-The backbone runs the slow stream y next to the fast stream x up to block ℓ (`modeling/slowfast.py`), turns its
-output into y^ℓ — regularised (R_C, R_D or R'_D, or the GP-prior KL of the VAE variant), optionally augmented —
-and lets y^ℓ modulate every later block through T(·; y^ℓ). The LM head reads x only. `slow_features=y` replaces the
-computed y^ℓ by a given one, which is what `specialize(y)` folds into the weights of a plain `icl_transformer`.
+The backbone runs the slow stream y next to the fast stream x up to block ℓ (its blocks come from the `slowfast`
+block feature, `block_features/slowfast/`), turns its output into y^ℓ — regularised (R_C, R_D or R'_D, or the
+GP-prior KL of the VAE variant), optionally augmented — and lets y^ℓ modulate every later block through T(·; y^ℓ).
+The LM head reads x only. `slow_features=y` replaces the computed y^ℓ by a given one, which is what `specialize(y)`
+folds into the weights of a plain `icl_transformer`.
 The language model adds P3 §3.5's auxiliary truncated loss in training.
 """
 
@@ -15,9 +16,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ...modeling.decoder import ICLForCausalLM, ICLModel, renamed_cache_kwarg
-from ...modeling.regression import ICLForRegression
-from ...modeling.slow_features import (
+from ...block_features.slowfast.slow_features import (
     augment,
     gp_kl,
     moving_average,
@@ -26,7 +25,8 @@ from ...modeling.slow_features import (
     slow_statistics,
     truncated_batch,
 )
-from ...modeling.slowfast import SlowFastBlock
+from ...modeling.decoder import ICLForCausalLM, ICLModel, renamed_cache_kwarg
+from ...modeling.regression import ICLForRegression
 from ..transformer.configuration_transformer import ICLTransformerConfig
 from ..transformer.modeling_transformer import ICLTransformerForCausalLM
 from .configuration_slowfast_transformer import ICLSlowFastTransformerConfig
@@ -54,8 +54,6 @@ class ICLSlowFastTransformerModel(ICLModel):
     """
 
     config_class = ICLSlowFastTransformerConfig
-    block_class = SlowFastBlock
-    _no_split_modules = ["SlowFastBlock"]
 
     def __init__(self, config: ICLSlowFastTransformerConfig):
         super().__init__(config)

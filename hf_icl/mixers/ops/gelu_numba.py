@@ -4,7 +4,7 @@ GPT-2's GELU, gelu(x) = ½x(1 + tanh(z)) with z = √(2/π)(x + 0.044715x³), wr
 
     gelu(x) = x·s,   s = 1 / (1 + e^{−2z}),   gelu'(x) = s + x·s(1 − s)·2√(2/π)(1 + 3·0.044715x²).
 
-One pass over the elements each way, e^{−2z} through the vectorisable 2^w of :mod:`.selective_scan_exp` (so LLVM
+One pass over the elements each way, e^{−2z} through the vectorisable 2^w of :mod:`.numba_math` (so LLVM
 emits SIMD code; `error_model="numpy"` drops the per-element zero-division check that would stop it). For large
 negative x, e^{−2z} saturates at inf and gelu(x) = x/inf = −0, the limit; for large positive x, s = 1 exactly; the
 derivative takes its limits 0 and 1 there too (ATen's is NaN from |x| ≈ 1e13 on, where x³ overflows).
@@ -26,8 +26,8 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
+from .numba_math import scan_exp2
 from .precision import autocast_off
-from .selective_scan_exp import scan_exp2
 
 CUBIC = np.float32(0.044715)
 SLOPE = np.float32(2 * math.sqrt(2 / math.pi))  # 2z = SLOPE·(x + CUBIC·x³)

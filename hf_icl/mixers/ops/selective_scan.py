@@ -36,12 +36,11 @@ CUDA: mamba-ssm's `selective_scan_fn` is called when it imports and there is no 
 from __future__ import annotations
 
 import math
-import os
 
 import torch
 import torch.nn.functional as F
 
-from .cpu_paths import on_cpu, plain_cpu_tensors
+from .cpu_paths import SCAN_BACKEND_ENV, SCAN_BACKENDS, compiled_backend, on_cpu, plain_cpu_tensors  # noqa: F401
 from .precision import autocast_off
 
 try:
@@ -56,8 +55,6 @@ except Exception:  # ImportError, or `selective_scan_cuda` failing to load on a 
 
 LOG2_E = 1 / math.log(2)
 CHUNK_ELEMENTS = 2**19  # working-set cap of one chunk buffer (fp32: 2 MB)
-SCAN_BACKEND_ENV = "HF_ICL_SCAN_BACKEND"
-SCAN_BACKENDS = ("auto", "numba", "torch")
 
 
 def scan_backend(*tensors) -> str:
@@ -66,18 +63,7 @@ def scan_backend(*tensors) -> str:
     Args:
         *tensors (`torch.Tensor` or `None`): the scan's inputs (`None` for a missing initial state).
     """
-    requested = os.environ.get(SCAN_BACKEND_ENV, "auto").strip().lower() or "auto"
-    if requested not in SCAN_BACKENDS:
-        raise ValueError(f"{SCAN_BACKEND_ENV}={requested!r} is not one of: {', '.join(map(repr, SCAN_BACKENDS))}")
-    if requested == "torch":
-        return "torch"
-    if requested == "numba":
-        if NumbaSelectiveScan is None:
-            raise ImportError(f"{SCAN_BACKEND_ENV}='numba' needs numba (pip install numba); or set 'torch' or 'auto'")
-        if not on_cpu(*tensors):
-            raise ValueError(f"{SCAN_BACKEND_ENV}='numba' runs on the CPU only; the tensors are not all on the CPU")
-        return "numba"
-    return "numba" if NumbaSelectiveScan is not None and plain_cpu_tensors(*tensors) else "torch"
+    return compiled_backend(NumbaSelectiveScan is not None, *tensors)
 
 
 def _discretize(x, delta, A_log2, B, decay, inject):

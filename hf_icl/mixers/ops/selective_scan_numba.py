@@ -12,7 +12,7 @@ dh_{t−1} = exp(Δ_t A) ⊙ (dh_t + C_t dy_t) backwards, accumulating every gra
 reconstructed by dividing by the decay (unstable where exp(Δ A) underflows).
 
 float32 runs in float32 (as the torch path) with the vectorisable 2^w, softplus and sigmoid of
-:mod:`.selective_scan_exp` (libm's, called per element, made the fused softplus cost more than the scan itself); ∂A
+:mod:`.numba_math` (libm's, called per element, made the fused softplus cost more than the scan itself); ∂A
 is summed in float64 across chunks. float64 runs in float64 with libm's exp2. The only fast-math flags are
 `contract` (fused multiply-adds) everywhere and `reassoc` in the backward, whose sums over D per step (∂B, ∂C) LLVM
 then vectorises into SIMD partial sums as BLAS would (accumulated in registers: 15-20 % faster than writing the
@@ -41,8 +41,8 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
+from .numba_math import scan_exp2, scan_sigmoid, scan_softplus, scan_softplus_slope
 from .precision import autocast_off
-from .selective_scan_exp import scan_exp2, scan_sigmoid, scan_softplus, scan_softplus_slope
 
 LOG2_E = 1 / math.log(2)
 NUMBA_CHUNK_ELEMENTS = 2**16  # cap on chunk·N·D: the backward's state and decay buffers (fp32: 2 × 256 KB) stay in L2

@@ -1,7 +1,7 @@
 """Compiled CPU WKV of RWKV-4, forward and backward (numba; optional, dispatched by :func:`..rwkv.wkv`).
 
 The same maths as the official RWKV-4 kernels (`wkv_cuda.cu`) and as `rwkv.wkv_step`, one pass over time per
-batch row with the channels innermost (vectorised by LLVM, exponentials through :func:`.selective_scan_exp.scan_exp`):
+batch row with the channels innermost (vectorised by LLVM, exponentials through :func:`.numba_math.scan_exp`):
 
     A_t = e^{−w} A_{t−1} + e^{k_t} v_t,   B_t = e^{−w} B_{t−1} + e^{k_t},
     z_t = (A_{t−1} + e^{u+k_t} v_t) / (B_{t−1} + e^{u+k_t}),
@@ -32,8 +32,8 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
+from .numba_math import scan_exp
 from .precision import autocast_off
-from .selective_scan_exp import scan_exp
 
 NEG = np.float32(-1e38)  # "log 0" of the empty state, as in `rwkv.NEG` and the official kernels
 FASTMATH = {"contract"}  # fused multiply-adds only

@@ -18,9 +18,9 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from ..mixers.attention import CausalSelfAttention
-from ..mixers.modulation import LowRankModulation
-from .layers import MLP, DecoderBlock, build_norm
+from ...mixers.attention import CausalSelfAttention
+from ...mixers.modulation import LowRankModulation
+from ...modeling.layers import MLP, DecoderBlock, build_norm
 
 
 class SlowStreamConfig:

@@ -1,4 +1,4 @@
-"""A vectorisable 2^w for the numba selective scan (:mod:`.selective_scan_numba`); needs numba.
+"""Vectorisable elementwise functions for the numba CPU kernels (the selective scan, WKV, GELU); needs numba.
 
 numba calls libm's scalar `expf` for `math.exp` unless Intel's SVML is installed, so a loop over channels with an
 exp in it does not vectorise, and the B·T·D·N decays exp(Δ A) = 2^(Δ A log2 e) would dominate the scan.
