@@ -234,3 +234,24 @@ def test_figures_draw_the_heads_with_the_most_2gram_mass_when_there_are_many():
     }
     assert MAX_DRAWN_HEADS == 4
     assert drawn_heads(signatures) == {1: [3, 1, 5, 2], 2: [0, 1]}  # few heads: all of them, in order
+
+
+def test_every_analysis_declares_the_task_family_it_reads(capsys):
+    from types import ModuleType
+
+    from hf_icl.analysis.__main__ import ANALYSES, build_parser, register_analysis
+    from hf_icl.tasks import FAMILIES
+
+    build_parser()  # discovers the package's analyses
+    assert {"attention", "probe", "slowfast", "textmix"} <= set(ANALYSES)
+    for command, module in ANALYSES.items():
+        assert module.TASK_FAMILY is None or module.TASK_FAMILY in FAMILIES, command
+    assert ANALYSES["attention"].TASK_FAMILY == "regbench" and ANALYSES["slowfast"].TASK_FAMILY == "icl_arithmetic"
+    stray = ModuleType("stray_analysis")
+    stray.COMMAND, stray.DESCRIPTION, stray.TASK_FAMILY = "stray", "A stray analysis.", "no_such_family"
+    stray.add_arguments, stray.run = (lambda parser: None), (lambda args: {})
+    with pytest.raises(ValueError, match="TASK_FAMILY='no_such_family' is not one of: .*regbench"):
+        register_analysis(stray)
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "[models of task family 'regbench']" in " ".join(capsys.readouterr().out.split())

@@ -1,7 +1,8 @@
 """`python -m hf_icl.analysis <command> [...]`: one subcommand per analysis module.
 
-An analysis is one module that declares `COMMAND` (its subcommand name), `DESCRIPTION`, `add_arguments(parser)`,
-`run(args)` and optionally `check_arguments(args)` (raises `ValueError` naming the argument, before any work). A
+An analysis is one module that declares `COMMAND` (its subcommand name), `DESCRIPTION`, `TASK_FAMILY` (the task
+family whose models it reads, or `None` for a model of any task), `add_arguments(parser)`, `run(args)` and
+optionally `check_arguments(args)` (raises `ValueError` naming the argument, before any work). A
 `ValueError` from `run` whose message starts with "argument " is a check that needed the data; it ends in one line
 too, so `run` makes such checks before it writes anything. Every such module in this folder is found on its own; a
 plug-in adds one with `register_analysis(module)` (or just by being imported with `--import`, if it calls
@@ -17,6 +18,7 @@ from types import ModuleType
 
 from .. import analysis
 from ..plugins import add_import_argument, preload
+from ..tasks import FAMILIES
 from ..validation import CommandLineParser
 
 ANALYSES: dict[str, ModuleType] = {}
@@ -29,9 +31,13 @@ def register_analysis(module: ModuleType) -> ModuleType:
     Raises:
         ValueError: the module lacks part of the interface, or its command is taken by another module.
     """
-    missing = [name for name in ("COMMAND", "DESCRIPTION", "add_arguments", "run") if not hasattr(module, name)]
+    required = ("COMMAND", "DESCRIPTION", "TASK_FAMILY", "add_arguments", "run")
+    missing = [name for name in required if not hasattr(module, name)]
     if missing:
         raise ValueError(f"analysis module {module.__name__} lacks {', '.join(missing)}")
+    if module.TASK_FAMILY is not None and module.TASK_FAMILY not in FAMILIES:
+        raise ValueError(f"analysis module {module.__name__}: TASK_FAMILY={module.TASK_FAMILY!r} is not one of: "
+                         f"{', '.join(sorted(FAMILIES))}, None")  # fmt: skip
     if ANALYSES.get(module.COMMAND, module) is not module:
         raise ValueError(f"analysis command {module.COMMAND!r} is already taken by {ANALYSES[module.COMMAND].__name__}")
     ANALYSES[module.COMMAND] = module
@@ -53,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_import_argument(parser)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, module in sorted(ANALYSES.items()):
-        sub = commands.add_parser(name, help=module.DESCRIPTION.splitlines()[0], description=module.DESCRIPTION)
+        reads = f"models of task family {module.TASK_FAMILY!r}" if module.TASK_FAMILY else "a model of any task"
+        summary = f"{module.DESCRIPTION.splitlines()[0]} [{reads}]"
+        sub = commands.add_parser(name, help=summary, description=f"{module.DESCRIPTION}\n\nReads {reads}.")
         module.add_arguments(sub)
         sub.set_defaults(run=module.run, check=getattr(module, "check_arguments", None))
     return parser

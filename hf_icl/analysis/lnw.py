@@ -23,6 +23,7 @@ from ..tasks.regbench.metrics import regbench_metrics
 from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, check_output_folder, naming
 
 COMMAND = "lnw"  # python -m hf_icl.analysis lnw
+TASK_FAMILY = "regbench"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
 DESCRIPTION = """P1 App. D learned n-gram reweighting (LNW, LNW_r, LNW_b): train on RegBench, score on its test split.
 
 Writes DIR/<variant>/ (config.json + model.safetensors), DIR/metrics.json and DIR/lnw_loss_curves.png."""

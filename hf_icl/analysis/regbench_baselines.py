@@ -24,6 +24,7 @@ from ..tasks.regbench.evaluation import evaluate_regbench
 from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, naming
 
 COMMAND = "regbench-baselines"  # python -m hf_icl.analysis regbench-baselines
+TASK_FAMILY = "regbench"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
 DESCRIPTION = """RegBench test split: a model (optional), the n-gram baselines, Baum–Welch and LNWs, accuracy and TVD.
 
 Writes metrics.json and regbench_baselines.png."""

@@ -33,6 +33,7 @@ from ..tasks.icl_arithmetic.evaluation import digit_hits, encode_texts, least_sq
 from ..validation import POSITIVE_INT, SEED, Limit, check_limits, check_output_folder
 
 COMMAND = "slowfast"  # python -m hf_icl.analysis slowfast
+TASK_FAMILY = "icl_arithmetic"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
 DESCRIPTION = """P3 slow/fast analyses on ICL arithmetic: (a, b) from ⟨y⟩ with R², n_i·n_j blocks, specialised accuracy.
 
 Writes slowfast_analysis.json, slow_feature_fit.png, slow_feature_blocks.png and specialization_accuracy.png."""

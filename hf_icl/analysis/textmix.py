@@ -38,6 +38,7 @@ from ..tasks.text_mixture.text_mixture import split_rng
 from ..validation import POSITIVE_INT, SEED, Limit, check_limits, check_output_folder
 
 COMMAND = "textmix"  # python -m hf_icl.analysis textmix
+TASK_FAMILY = "text_mixture"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
 DESCRIPTION = """P3 slow/fast analyses on text mixtures: join blocks of n_i·n_j, ⟨y⟩ as a document embedding, informed
 vs uninformed cross-entropy.
 
