@@ -35,3 +35,24 @@ def test_committed_sweep_spec_expands_to_valid_points(path):
     points = expand(load_spec(path))
     check_points(points)
     assert points and all(point.settings["task"] for point in points)
+
+
+RESULTS = EXPERIMENTS.parent / "docs" / "results"
+RECIPES = {  # a config named as the recipe of committed runs -> those runs' metrics, one per seed
+    "configs/parity_regular_gpt_cpu.yaml": "length_generalization/p2_parity_robust/lr3e-4-4000-seed{seed}_metrics.json",
+}
+
+
+@pytest.mark.parametrize("config", sorted(RECIPES))
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_recipe_config_trains_exactly_its_committed_runs(config, seed):
+    """`train.py --config C --seed S` has every training setting of the committed run it names (so the committed
+    seeds are what the config trains)."""
+    import json
+
+    from hf_icl.training.arguments import setting_differences
+
+    saved = json.loads((RESULTS / RECIPES[config].format(seed=seed)).read_text())["run_config"]
+    current = parse_args(["--config", str(EXPERIMENTS / config), "--seed", str(seed)]).to_dict()
+    assert setting_differences(saved, current) == {}
+    assert saved["seed"] == seed and saved["architecture"] == current["architecture"]
