@@ -29,22 +29,6 @@ from typing import Any, ClassVar
 
 from ..mixers.registry import ConfigField
 
-__all__ = [
-    "BLOCK_FEATURES",
-    "BlockFeature",
-    "ConfigField",
-    "FeatureOption",
-    "block_feature",
-    "feature_fields",
-    "feature_options",
-    "features_label",
-    "list_block_features",
-    "parse_feature_option",
-    "register_block_feature",
-    "unregister_block_feature",
-    "used_block_features",
-]
-
 
 @dataclasses.dataclass(frozen=True)
 class FeatureOption:
