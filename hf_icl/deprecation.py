@@ -76,6 +76,7 @@ MOVED_MODULES: dict[str, str] = {
     "hf_icl.modeling.slowfast": "hf_icl.block_features.slowfast.slowfast_block",
     "hf_icl.modeling.slow_features": "hf_icl.block_features.slowfast.slow_features",
     "hf_icl.mixers.ops.selective_scan_exp": "hf_icl.mixers.ops.numba_math",
+    "hf_icl.training.run_lock": "hf_icl.run_locks",
 }
 """Old module -> the module that replaced it, for modules moved without a shim file (removed in `REMOVAL`)."""
 

@@ -796,7 +796,7 @@ def test_evaluate_says_when_a_live_run_is_rewriting_the_checkpoint(finished_run,
     import socket
 
     import hf_icl.evaluate
-    from hf_icl.training.run_lock import LOCK_FILE
+    from hf_icl.run_locks import LOCK_FILE
 
     run = tmp_path / "run"
     shutil.copytree(finished_run[0], run)

@@ -142,7 +142,7 @@ def rewriting_note(checkpoint: Path) -> str:
     import os
     import socket
 
-    from ..training.run_lock import LOCK_FILE
+    from ..run_locks import LOCK_FILE
 
     lock = Path(checkpoint).resolve().parent / LOCK_FILE
     try:
