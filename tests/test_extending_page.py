@@ -72,7 +72,7 @@ def test_every_block_is_marked_parses_and_every_file_is_used():
 
 @pytest.mark.slow
 def test_every_block_of_the_page_runs_in_a_fresh_process(tmp_path):
-    """About 3 minutes on 2 loaded cores: five short trainings, the analysis, a pip install into a folder."""
+    """About 4 minutes on 2 loaded cores: five short trainings, the analysis, a pip install into a folder."""
     (tmp_path / "train.py").symlink_to(ROOT / "train.py")  # the page's commands run from a checkout
     done = 0
     for block in page_blocks():
