@@ -89,4 +89,8 @@ def main(argv: list[str] | None = None) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    # `python -m` runs this file as a second module named `__main__`; a plug-in's `register_analysis` fills the
+    # ANALYSES of `hf_icl.analysis.__main__`, so the command runs that module's `main`.
+    from hf_icl.analysis.__main__ import main as run_command
+
+    run_command()
