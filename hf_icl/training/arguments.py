@@ -17,7 +17,7 @@ from ..strict_yaml import read_yaml
 from ..tasks import family_of, list_tasks
 from .config_files import load_yaml_config
 from .layers import MERGED_FIELDS, SUPERSEDES, defaults_of, merge_layers, task_layers, with_relative_min_lr
-from .legacy import LEGACY_TASK_OPTIONS, legacy_task_option, move_legacy_task_options
+from .legacy import legacy_task_option, legacy_task_options, move_legacy_task_options
 from .resume_settings import (
     BOOKKEEPING_FIELDS,
     RESUME_FIXED_FIELDS,
@@ -31,10 +31,10 @@ from .run_schema import BATCHING, DECAY_GROUPS, MIXED_PRECISION, REPORT_TO, RUN_
 from .shared_overrides import with_shared_overrides
 
 __all__ = [
-    "BARE_RUN_CHOICES", "BATCHING", "BOOKKEEPING_FIELDS", "DECAY_GROUPS", "LEGACY_TASK_OPTIONS", "MERGED_FIELDS",
-    "MIXED_PRECISION", "REPORT_TO", "RESUME_FIXED_FIELDS", "RUN_CHOICES", "RUN_LIMITS", "SUPERSEDES", "ParsedRun",
-    "RunArguments", "build_parser", "check_given", "command_line_values", "defaults_of", "feature_flags",
-    "flag_of_field", "legacy_task_option", "load_yaml_config", "merge_layers", "move_legacy_task_options",
+    "BARE_RUN_CHOICES", "BATCHING", "BOOKKEEPING_FIELDS", "DECAY_GROUPS", "MERGED_FIELDS", "MIXED_PRECISION",
+    "ParsedRun", "REPORT_TO", "RESUME_FIXED_FIELDS", "RUN_CHOICES", "RUN_LIMITS", "RunArguments", "SUPERSEDES",
+    "build_parser", "check_given", "command_line_values", "defaults_of", "feature_flags", "flag_of_field",
+    "legacy_task_option", "legacy_task_options", "load_yaml_config", "merge_layers", "move_legacy_task_options",
     "option_type", "parse_args", "parse_run", "read_yaml", "resume_settings", "setting_differences", "task_layers",
     "topic_help", "training_settings", "validate", "with_relative_min_lr",
 ]  # fmt: skip

@@ -11,7 +11,7 @@ import yaml
 from ..block_features.feature_registry import feature_options, parse_feature_option
 from ..strict_yaml import read_yaml  # strict: no duplicate keys, alias bombs or malformed numbers
 from ..validation import check_field_values, check_limits, naming
-from .legacy import LEGACY_TASK_OPTIONS
+from .legacy import legacy_task_options
 from .run_schema import RUN_LIMITS, RunArguments
 
 
@@ -27,7 +27,8 @@ def load_yaml_config(path: Path) -> dict:
     if not isinstance(values, dict):
         raise ValueError(f"argument --config: {str(path)!r} holds a {type(values).__name__}, expected a mapping of "
                          "RunArguments fields")
-    known = {f.name for f in fields(RunArguments)} | set(LEGACY_TASK_OPTIONS)
+    legacy = legacy_task_options()
+    known = {f.name for f in fields(RunArguments)} | set(legacy)
     for key in values:
         if key not in known:
             raise ValueError(f"argument --config: field {key!r} is not one of: {', '.join(sorted(known))}")
@@ -39,7 +40,7 @@ def load_yaml_config(path: Path) -> dict:
             except ValueError as err:
                 raise ValueError(f"argument --config: overrides.{name} {err}") from None
     with naming("--config"):
-        fields_only = {key: value for key, value in values.items() if key not in LEGACY_TASK_OPTIONS}
+        fields_only = {key: value for key, value in values.items() if key not in legacy}
         check_field_values(RunArguments, fields_only)
     ranged = [name for name in values if name in RUN_LIMITS]
     check_limits(values, {name: RUN_LIMITS[name] for name in ranged}, dict.fromkeys(ranged, "--config"))

@@ -9,7 +9,7 @@ from dataclasses import fields
 from ..tasks import list_tasks, run_task_options
 from ..validation import check_field_values, check_limits
 from .layers import defaults_of, merge_layers, with_relative_min_lr
-from .legacy import LEGACY_TASK_OPTIONS
+from .legacy import legacy_task_options
 from .run_schema import RUN_LIMITS, RunArguments
 
 RESUME_FIXED_FIELDS: tuple[str, ...] = ("task_preset", "weight_decay_on")
@@ -34,7 +34,7 @@ def training_settings(config: dict) -> dict:
 
 def setting_differences(saved: dict, current: dict) -> dict:
     """Field -> `(saved, current)` for every training setting the two run configs both hold and that differs."""
-    recorded = set(saved) | ({"task_options"} if set(saved) & set(LEGACY_TASK_OPTIONS) else set())
+    recorded = set(saved) | ({"task_options"} if set(saved) & set(legacy_task_options()) else set())
     saved, current = training_settings(saved), training_settings(current)
     return {
         name: (saved[name], current[name])
@@ -73,7 +73,7 @@ def resume_settings(args: RunArguments, given: dict) -> tuple[RunArguments, dict
             f"argument --resume: {folder / RUN_MARKER} holds a bad saved setting "
             f"({str(err).removeprefix('argument --resume: ')}): restore it, or pass --overwrite to start the run again"
         ) from None
-    legacy = {name: marker["run_config"][name] for name in LEGACY_TASK_OPTIONS if name in marker["run_config"]}
+    legacy = {name: marker["run_config"][name] for name in legacy_task_options() if name in marker["run_config"]}
     if legacy and saved.get("task") in list_tasks():  # saved before they became task options
         saved["task_options"] = run_task_options(saved["task"], saved.get("task_options") or {}, legacy)
     base = {**defaults_of(), **saved}

@@ -13,6 +13,7 @@ from ..block_features.feature_registry import feature_options
 from ..plugins import add_import_argument
 from ..tasks import FAMILIES, list_tasks
 from ..validation import CommandLineParser, key_value
+from .legacy import legacy_options
 from .run_schema import BATCHING, DECAY_GROUPS, MIXED_PRECISION, REPORT_TO
 from .schedules import LIBRARY_SCHEDULES, LR_SCHEDULES, OWN_SCHEDULES
 
@@ -141,12 +142,15 @@ def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--seed", type=int, help="seed of initialisation and data order")
     parser.add_argument("--threads", type=int, help="CPU threads per process (default: all cores if single-process)")
-    parser.add_argument(
-        "--train-on-delimiter",
-        action=argparse.BooleanOptionalAction,
-        default=None,
-        help="deprecated: use --task-option train_on_delimiter=true|false (RegBench)",
-    )
+    for name, (option, owners) in legacy_options().items():  # a family's task option that was a run argument
+        parser.add_argument(
+            option.legacy_flag,
+            dest=name,
+            **({"action": argparse.BooleanOptionalAction} if option.type is bool else {"type": option.type}),
+            default=None,
+            help=f"deprecated: use --task-option {name}={'true|false' if option.type is bool else 'VALUE'} "
+            f"({', '.join(owners)})",
+        )
     parser.add_argument(
         "--augment",
         action=argparse.BooleanOptionalAction,
