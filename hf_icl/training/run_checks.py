@@ -7,7 +7,7 @@ from types import SimpleNamespace
 from ..architectures import ARCHITECTURES, list_architectures
 from ..block_features.feature_registry import used_block_features
 from ..modeling.configuration import check_choice, unread_override
-from ..tasks import TaskRequest, check_task_request, family_of, list_tasks, task_entry, task_option_fields
+from ..tasks import TaskRequest, check_task_options, family_of, list_tasks, task_entry
 from ..validation import NON_NEGATIVE_NUMBER, check_field_values, check_limits, naming
 from .run_parser import feature_flags, flag_of_field
 from .run_schema import RUN_CHOICES, RUN_LIMITS, RunArguments
@@ -98,12 +98,4 @@ def validate(args: RunArguments) -> None:
         unread = unread_override(config, args.overrides, args.architecture)
         if unread:
             raise ValueError(f"{unread} (to set it only where an architecture reads it: --shared-override)")
-    options = [key for key in task_option_fields(args.task) if key not in ("n_train", "seed")]
-    for key in args.task_options:
-        if key not in options:
-            raise ValueError(
-                f"argument --task-option: {key!r} is not one of: {', '.join(options)} "
-                "(use --n-train and --task-seed for those)"
-            )
-    with naming("--task-option", {"n_train": "--n-train", "seed": "--task-seed"}):
-        check_task_request(TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options)))
+    check_task_options(TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options)))
