@@ -42,7 +42,7 @@ from ..validation import POSITIVE_INT, Limit, check_limits
 from . import regbench_common as common
 
 COMMAND = "attention"  # python -m hf_icl.analysis attention
-TASK_FAMILY = "regbench"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
+TASK_FAMILY = common.TASK_FAMILY  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
 DESCRIPTION = """P1 §5.1 attention maps with automaton states on the axes, and per-head n-gram-head mass.
 
 Writes attention.json, attention_maps.png (one test instance) and attention_ngram_heads.png (test rows)."""

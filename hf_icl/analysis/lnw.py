@@ -21,9 +21,10 @@ from ..tasks import task_builder, task_config
 from ..tasks.regbench.evaluation import evaluate_regbench
 from ..tasks.regbench.metrics import regbench_metrics
 from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, check_output_folder, naming
+from . import regbench_common as common
 
 COMMAND = "lnw"  # python -m hf_icl.analysis lnw
-TASK_FAMILY = "regbench"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
+TASK_FAMILY = common.TASK_FAMILY  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
 DESCRIPTION = """P1 App. D learned n-gram reweighting (LNW, LNW_r, LNW_b): train on RegBench, score on its test split.
 
 Writes DIR/<variant>/ (config.json + model.safetensors), DIR/metrics.json and DIR/lnw_loss_curves.png."""
@@ -67,13 +68,13 @@ def check_arguments(args: argparse.Namespace) -> None:
     """Every argument before any data is generated: the ranges, the task config and the output folder."""
     check_limits(args, LIMITS)
     with naming("--n-train"):
-        task_config("regbench", n_train=args.n_train)
+        task_config(common.TASK, n_train=args.n_train)
     check_output_folder(args.output, "--output")
 
 
 def regbench_rows(n_train: int, max_rows: int | None) -> dict[str, list[dict]]:
     """The RegBench splits at `n_train` (the models' data), each cut to `max_rows` rows when given."""
-    builder = task_builder("regbench", n_train=n_train)
+    builder = task_builder(common.TASK, n_train=n_train)
     builder.download_and_prepare()
     splits = builder.as_dataset()
     return {

@@ -29,7 +29,7 @@ from ..validation import POSITIVE_INT, Limit, check_limits
 from . import regbench_common as common
 
 COMMAND = "pairwise-tvd"  # python -m hf_icl.analysis pairwise-tvd
-TASK_FAMILY = "regbench"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
+TASK_FAMILY = common.TASK_FAMILY  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
 DESCRIPTION = """P1 §5.3 (Fig. 5): mean TVD between every pair of predictors over the first 100 tokens of test rows.
 
 Predictors: the truth, each --checkpoint, the in-context 1/2/3-gram baselines, optionally Baum–Welch and LNWs.

@@ -44,7 +44,7 @@ from ..validation import POSITIVE_INT, SEED, Limit, check_limits
 from . import regbench_common as common
 
 COMMAND = "probe"  # python -m hf_icl.analysis probe
-TASK_FAMILY = "regbench"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
+TASK_FAMILY = common.TASK_FAMILY  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
 DESCRIPTION = """P1 §5.2 probes: n-gram count / frequency / existence (n = 1…3) and automaton-state equivalence.
 
 Per layer MLP probes on the hidden states of the training split, scored on the test split; the best layer is

@@ -22,9 +22,10 @@ from ..baselines.baum_welch import BaumWelch
 from ..tasks import TaskRequest, check_task_request, task_builder
 from ..tasks.regbench.evaluation import evaluate_regbench
 from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, naming
+from . import regbench_common as common
 
 COMMAND = "regbench-baselines"  # python -m hf_icl.analysis regbench-baselines
-TASK_FAMILY = "regbench"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
+TASK_FAMILY = common.TASK_FAMILY  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
 DESCRIPTION = """RegBench test split: a model (optional), the n-gram baselines, Baum–Welch and LNWs, accuracy and TVD.
 
 Writes metrics.json and regbench_baselines.png."""
@@ -58,7 +59,7 @@ def check_arguments(args: argparse.Namespace) -> None:
     """Every argument before any work: ranges, the RegBench config, the model/LNW folders, the output folder."""
     check_limits(args, LIMITS)
     with naming("--n-train"):
-        check_task_request(TaskRequest("regbench", args.n_train, 0, {}))
+        check_task_request(TaskRequest(common.TASK, args.n_train, 0, {}))
     if args.checkpoint is not None and not (args.checkpoint / "config.json").is_file():
         raise ValueError(
             f"argument --checkpoint: {str(args.checkpoint)!r} has no config.json (a save_pretrained folder)"
@@ -89,7 +90,7 @@ class Timed:
 
 def run(args: argparse.Namespace) -> dict:
     torch.set_num_threads(args.threads)
-    builder = task_builder("regbench", n_train=args.n_train)
+    builder = task_builder(common.TASK, n_train=args.n_train)
     builder.download_and_prepare()
     rows = builder.as_dataset(split="test")
     rows = [dict(row) for row in rows.select(range(min(args.max_rows or len(rows), len(rows))))]

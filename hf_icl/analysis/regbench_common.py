@@ -17,10 +17,12 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from ..atomic_files import atomic_path, write_json_atomic
-from ..tasks import task_builder
-from ..tasks.regbench import FAMILY as REGBENCH_FAMILY
+from ..tasks import FAMILIES, task_builder
 from ..tasks.regbench import REGBENCH_VOCAB
 from ..validation import check_output_folder
+
+TASK_FAMILY = "regbench"  # the task family whose models the RegBench analyses read (each declares it)
+(TASK,) = FAMILIES[TASK_FAMILY].tasks  # its one task: the rows the analyses rebuild
 
 TOKEN_ID = {symbol: i for i, symbol in enumerate(REGBENCH_VOCAB)}
 """RegBench symbol -> id, the order of `next_token_truth` and of the tokenizer (`.` = 0, a..r = 1..18, `|` = 19)."""
@@ -47,10 +49,11 @@ def training_record(folder: Path, flag: str = "--checkpoint") -> dict:
         raise ValueError(f"argument {flag}: {err}") from None
     config = json.loads(config_file.read_text())
     run = config.get("hf_icl_run") or {}
-    if run.get("task") not in REGBENCH_FAMILY.tasks:
+    family = FAMILIES[TASK_FAMILY]
+    if run.get("task") not in family.tasks:
         raise ValueError(
             f"argument {flag}: {str(folder)!r} was trained on task={run.get('task')!r}; the analysis needs a "
-            f"RegBench model (config.hf_icl_run.task one of: {', '.join(REGBENCH_FAMILY.tasks)})"
+            f"RegBench model (config.hf_icl_run.task one of: {', '.join(family.tasks)})"
         )
     return run
 
@@ -79,12 +82,12 @@ def regbench_rows(run: dict, split: str, n_rows: int | None = None) -> list[dict
         split: `train`, `validation` or `test`.
         n_rows: how many leading rows (default: all).
     """
-    training = {option.name for option in REGBENCH_FAMILY.training_options}  # run options, not data options
+    training = {option.name for option in FAMILIES[TASK_FAMILY].training_options}  # run options, not data options
     overrides = {k: v for k, v in (run.get("task_options") or {}).items() if k not in training}
     if run.get("n_train") is not None:
         overrides["n_train"] = run["n_train"]
     overrides["seed"] = run.get("task_seed") or 0
-    builder = task_builder("regbench", **overrides)
+    builder = task_builder(TASK, **overrides)
     builder.download_and_prepare()
     rows = builder.as_dataset(split=split)
     count = len(rows) if n_rows is None else min(n_rows, len(rows))

@@ -27,13 +27,14 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from ..tasks import task_builder
+from ..tasks import FAMILIES, task_builder
 from ..tasks.icl_arithmetic import ICLArithmeticConfig
 from ..tasks.icl_arithmetic.evaluation import digit_hits, encode_texts, least_squares_hits, summarise
 from ..validation import POSITIVE_INT, SEED, Limit, check_limits, check_output_folder
 
 COMMAND = "slowfast"  # python -m hf_icl.analysis slowfast
 TASK_FAMILY = "icl_arithmetic"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)
+(TASK,) = FAMILIES[TASK_FAMILY].tasks  # its one task: the rows the analysis rebuilds
 DESCRIPTION = """P3 slow/fast analyses on ICL arithmetic: (a, b) from ⟨y⟩ with R², n_i·n_j blocks, specialised accuracy.
 
 Writes slowfast_analysis.json, slow_feature_fit.png, slow_feature_blocks.png and specialization_accuracy.png."""
@@ -55,7 +56,7 @@ def task_config(model, n_rows: int) -> tuple[ICLArithmeticConfig, list[dict]]:
     options = {k: v for k, v in (run.get("task_options") or {}).items() if k in ("n_tasks", "n_ex", "digits")}
     # every split must be non-empty; only the test rows are read
     overrides = dict(n_train=0, n_validation=1, n_test=n_rows, seed=run.get("task_seed", 0), **options)
-    builder = task_builder("icl_arithmetic", **overrides)
+    builder = task_builder(TASK, **overrides)
     builder.download_and_prepare()
     rows = list(builder.as_dataset(split="test"))
     return ICLArithmeticConfig(name="analysis", **options), rows

@@ -18,7 +18,7 @@ from transformers import AutoConfig, AutoTokenizer
 from ..architectures.heads import load_model
 from ..atomic_files import atomic_path, write_json_atomic
 from ..plugins import add_import_argument, preload
-from ..tasks import EvalRequest, TaskRequest, check_task_request, family_of, list_tasks, task_option_fields
+from ..tasks import EvalRequest, TaskRequest, check_task_options, family_of, list_tasks
 from ..validation import (
     OPTIONAL_POSITIVE_INT,
     POSITIVE_INT,
@@ -41,7 +41,6 @@ EVALUATE_LIMITS = {
     "batch_size": POSITIVE_INT,
 }
 """The allowed range of every numeric argument of the command."""
-_REQUEST_FLAGS = {"n_train": "--n-train", "seed": "--task-seed"}
 
 
 def build_parser() -> CommandLineParser:
@@ -78,19 +77,6 @@ def task_request_of(config, args) -> TaskRequest:
     seed = args.task_seed if args.task_seed is not None else (run.get("task_seed", 0) if same_task else 0)
     training = dict(run.get("training", {})) if same_task else {}
     return TaskRequest(args.task, n_train, seed, options, training)
-
-
-def check_task_options(request: TaskRequest) -> None:
-    """The request's options against the task's declared fields; errors name the flag that set the field."""
-    options = [key for key in task_option_fields(request.task) if key not in ("n_train", "seed")]
-    for key in request.options:
-        if key not in options:
-            raise ValueError(
-                f"argument --task-option: {key!r} is not one of: {', '.join(options)} "
-                "(use --n-train and --task-seed for those)"
-            )
-    with naming("--task-option", _REQUEST_FLAGS):
-        check_task_request(request)
 
 
 def check_arguments(args) -> tuple[Path, Path, TaskRequest]:

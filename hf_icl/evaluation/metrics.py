@@ -11,6 +11,8 @@ paper reports). A model vocabulary larger than the truth's is allowed: the truth
 
 from __future__ import annotations
 
+import importlib
+
 import numpy as np
 
 
@@ -63,8 +65,9 @@ def tvd(probs, truth) -> float:
 
 
 def __getattr__(name: str):
-    if name == "regbench_metrics":  # RegBench's own metric moved to its family folder
-        from ..deprecation import moved_names
+    metric = importlib.import_module("hf_icl.tasks.family").declared_metrics().get(name)
+    if metric is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from ..deprecation import moved_names  # a family's own metric (RegBench's) moved to its family folder
 
-        return moved_names(f"{__name__}.{name}", {name: "hf_icl.tasks.regbench.metrics"})(name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return moved_names(f"{__name__}.{name}", {name: metric.__module__})(name)

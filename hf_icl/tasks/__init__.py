@@ -29,6 +29,7 @@ from .family import (
     unregister_family,
 )
 from .loading import (
+    check_task_options,
     check_task_request,
     load_task,
     load_tokenizer,
@@ -47,6 +48,7 @@ __all__ = [
     "TaskFamily",
     "TaskOption",
     "TaskRequest",
+    "check_task_options",
     "check_task_request",
     "family_of",
     "list_tasks",

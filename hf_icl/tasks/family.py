@@ -42,6 +42,9 @@ class TaskOption:
         default: the value when the run does not set it.
         doc: what it does (``--help``, docs).
         check: ``value -> None`` raising ``ValueError`` for a value of the right type that is still not allowed.
+        legacy_flag: the flag of the top-level run argument this option was before it became a task option (e.g.
+            ``--train-on-delimiter``): that flag and the config key ``name`` still set it, with a ``FutureWarning``,
+            until the release after next (:mod:`hf_icl.training.legacy`); ``None`` for an option that never was one.
     """
 
     name: str
@@ -49,6 +52,7 @@ class TaskOption:
     default: Any
     doc: str
     check: Callable[[Any], None] | None = None
+    legacy_flag: str | None = None
 
     def validate(self, value) -> Any:
         """`value` if it is allowed; raises ``ValueError`` naming the option, the value and what is allowed."""
@@ -218,6 +222,8 @@ class TaskFamily:
             by :func:`register_family`.
         export: the family's Hub-layout dataset export (a :class:`~hf_icl.hub.dataset_export.DatasetExport`, shared
             by families exported together), or ``None``.
+        metrics: the family's own metric functions by the stable name ``hf_icl.evaluation`` also serves them under
+            (e.g. RegBench's ``{"regbench_metrics": regbench_metrics}``, :func:`declared_metrics`).
     """
 
     name: str
@@ -238,6 +244,7 @@ class TaskFamily:
     training_options: tuple[TaskOption, ...] = ()
     entry_fields: tuple[str, ...] = ()
     export: Any = None
+    metrics: Mapping[str, Callable] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self):
         if self.head not in HEADS:
@@ -266,6 +273,9 @@ def register_family(family: TaskFamily) -> TaskFamily:
     taken = sorted(set(family.tasks) & set(_TASK_TO_FAMILY))
     if taken:
         raise ValueError(f"task names {taken} of family {family.name!r} are already registered")
+    taken = sorted(set(family.metrics) & set(declared_metrics()))
+    if taken:
+        raise ValueError(f"metric names {taken} of family {family.name!r} are declared by another family already")
     FAMILIES[family.name] = family
     _TASK_TO_FAMILY.update(dict.fromkeys(family.tasks, family.name))
     return family
@@ -292,6 +302,11 @@ def unregister_family(name: str) -> None:
     family = FAMILIES.pop(name)
     for task in family.tasks:
         _TASK_TO_FAMILY.pop(task, None)
+
+
+def declared_metrics() -> dict[str, Callable]:
+    """Metric name -> function, for every metric a registered family declares (:attr:`TaskFamily.metrics`)."""
+    return {name: metric for family in FAMILIES.values() for name, metric in family.metrics.items()}
 
 
 def list_tasks() -> list[str]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..validation import naming
 from .family import TaskEntry, TaskRequest, family_of, task_entry
 
 
@@ -129,6 +130,25 @@ def check_task_request(request: TaskRequest) -> None:
     _check_option_names(request.task, entry, generator_options)
     if entry.check_options is not None:
         entry.check_options(generator_options)
+
+
+def check_task_options(request: TaskRequest) -> None:
+    """:func:`check_task_request` after checking the option names against the task's declared fields; errors name
+    the command-line flag that set the field (`--task-option`, `--n-train`, `--task-seed`: `train.py`'s and
+    `python -m hf_icl.evaluate`'s).
+
+    Raises:
+        ValueError: naming the flag, the field, the value and what is allowed.
+    """
+    options = [key for key in task_option_fields(request.task) if key not in ("n_train", "seed")]
+    for key in request.options:
+        if key not in options:
+            raise ValueError(
+                f"argument --task-option: {key!r} is not one of: {', '.join(options)} "
+                "(use --n-train and --task-seed for those)"
+            )
+    with naming("--task-option", {"n_train": "--n-train", "seed": "--task-seed"}):
+        check_task_request(request)
 
 
 def _check_option_names(name: str, entry: TaskEntry, overrides) -> None:

@@ -18,6 +18,7 @@ from ..loading import task_builder
 from ..objectives import token_cross_entropy
 from .evaluation import evaluate_regbench
 from .export import EXPORT
+from .metrics import regbench_metrics
 from .regbench import CONFIG_FIELDS, RegBenchBuilder
 from .tokenizer import regbench_tokenizer
 
@@ -31,6 +32,7 @@ TRAIN_ON_DELIMITER = TaskOption(
     True,
     "train on the `|` labels too (they are never scored); false masks them with -100, as the reference code did "
     "(DESIGN §5.2). The run config records the choice.",
+    legacy_flag="--train-on-delimiter",  # a top-level run argument before task options
 )
 
 
@@ -152,4 +154,5 @@ FAMILY = TaskFamily(
     tokenizer=lambda request: regbench_tokenizer(),
     training_options=(TRAIN_ON_DELIMITER,),
     export=EXPORT,
+    metrics={"regbench_metrics": regbench_metrics},  # also `hf_icl.evaluation.regbench_metrics`
 )
