@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import importlib.machinery
 import importlib.metadata
+import importlib.util
 import os
 import sys
 from pathlib import Path
@@ -165,9 +167,52 @@ def preload(argv: list[str] | None, describe_only: bool | None = None) -> list[s
     if describe_only is None:
         describe_only = _describing or bool(HELP_FLAGS & set(argv))
     if not describe_only:
+        _pending.clear()  # what an earlier command of this process deferred is not this command's to import
         return [*load_pending(), *import_plugins(names)]
-    _pending.extend(name for name in names if name not in _loaded and name not in _pending)
+    for name in names:
+        if name not in _loaded and name not in _pending:
+            check_findable(name)  # deferred, not unchecked: a plug-in that does not exist is refused all the same
+            _pending.append(name)
     return load_pending() if unknown_topics(argv) else []
+
+
+def check_findable(name: str, flag: str = IMPORT_FLAG) -> None:
+    """Refuse a plug-in that cannot be imported because it is not there (a missing file, or no top-level module of
+    that name on the import path), without running any of its code.
+
+    Raises:
+        ValueError: naming the option and the plug-in.
+    """
+    path = Path(name)
+    if name.endswith(".py") or os.sep in name or path.is_dir():
+        if not path.exists():
+            raise ValueError(f"argument {flag}: {name!r} does not exist (expected a module name, .py file or package)")
+        return
+    if not module_exists(name):
+        raise ValueError(f"argument {flag}: plug-in {name!r} failed to import (ModuleNotFoundError: No module named "
+                         f"{name!r})")  # fmt: skip
+
+
+def module_exists(name: str) -> bool:
+    """Whether the dotted module `name` can be found, part by part on the import path, without importing it (no code
+    of its packages runs; a package imported already is searched through its `__path__`)."""
+    parts = name.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])  # a top-level name: found without importing it
+        for i in range(1, len(parts)):
+            qualified, parent = ".".join(parts[: i + 1]), sys.modules.get(".".join(parts[:i]))
+            if spec is None:
+                return False
+            locations = getattr(parent, "__path__", None) if parent is not None else spec.submodule_search_locations
+            if qualified in sys.modules:
+                spec = sys.modules[qualified].__spec__
+            elif not locations:
+                return False  # not a package: it has no submodules
+            else:
+                spec = importlib.machinery.PathFinder.find_spec(qualified, list(locations))
+    except (ImportError, ValueError):
+        return False
+    return spec is not None
 
 
 def unknown_topics(argv: list[str]) -> list[str]:
@@ -209,10 +254,12 @@ def describing():
     """Within the block, :func:`preload` defers every plug-in (`sweep --dry-run` checks its points in it)."""
     global _describing
     saved, _describing = _describing, True
+    deferred = list(_pending)
     try:
         yield
     finally:
         _describing = saved
+        _pending[:] = deferred  # what the block deferred and did not need stays unimported, and is not kept
 
 
 def command_of_this_process(argv: list[str] | None = None) -> tuple[str, list[str]] | None:

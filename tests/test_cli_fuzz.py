@@ -189,6 +189,15 @@ def bad_overrides() -> st.SearchStrategy[str]:
     return key_values(known, bad)
 
 
+def bad_shared_overrides() -> st.SearchStrategy[str]:
+    """Like `bad_overrides`, for fields every architecture reads (a shared field the model does not read is left out,
+    not refused; an unknown one is refused)."""
+    from hf_icl.training.shared_overrides import known_fields
+
+    value = st.one_of(st.integers(max_value=0), st.sampled_from(['"abc"', "1.5", "[1]"]))
+    return key_values(known_fields(), {name: value for name in MODEL_POSITIVE})
+
+
 # ---- the strategies of every option, by command ------------------------------------------------------------------
 
 
@@ -224,6 +233,7 @@ def train_strategies() -> dict[str, st.SearchStrategy[str]]:
         "--output-dir": st.sampled_from([str(A_FILE), str(FOREIGN)]),
         "--push-to-hub": bad_repo_ids(),
         "--override": bad_overrides(),
+        "--shared-override": bad_shared_overrides(),
         "--task-option": bad_task_options(),
         "--aux-loss-weight": key_values(None, {"load_balance": st.one_of(
             st.floats(max_value=0, exclude_max=True, allow_nan=False, allow_infinity=False).map(str),

@@ -129,3 +129,9 @@ def test_a_sweep_over_architectures_shares_an_override(tmp_path):
     points = expand(load_spec(spec))
     check_points(points)
     assert [p.settings["overrides"] for p in points] == [{"position_embedding": "rope"}, {}]
+
+
+def test_a_shared_override_no_architecture_knows_is_refused(tmp_path):
+    argv = [*BASE, "--architecture", "mamba", "--shared-override", "hiden_size=32"]
+    outcome = call(train_main, [*argv, "--output-dir", str(tmp_path / "run")])
+    assert_one_line_error(outcome, "argument --shared-override", "'hiden_size'", "not a field of any architecture")

@@ -14,8 +14,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 
-from ..architectures import config_for
-from ..mixers.registry import fields_of
+from ..architectures import ARCHITECTURES, config_for
+from ..mixers.registry import all_fields, fields_of
 from ..modeling.configuration import unread_override
 
 logger = logging.getLogger(__name__)
@@ -34,6 +34,12 @@ def reads_override(architecture: str, preset: str, overrides: dict, field: str, 
     return unread_override(trial, {field: value}, architecture) is None
 
 
+def known_fields() -> set[str]:
+    """Every config field some architecture or mixer declares (a shared override names one of them)."""
+    declared = {f.name for entry in ARCHITECTURES.values() for f in dataclasses.fields(entry.config_class)}
+    return declared | set(all_fields())
+
+
 def with_shared_overrides(args):
     """`args` (a `RunArguments`) with each shared override the architecture reads merged into `overrides`.
 
@@ -41,13 +47,18 @@ def with_shared_overrides(args):
         ValueError: a shared value the architecture reads but does not allow, named as `--shared-override`.
     """
     applied, left_out = {}, []
+    unknown = sorted(set(args.shared_overrides) - known_fields())
+    if unknown:
+        raise ValueError(f"argument --shared-override: config field {unknown[0]!r} is not a field of any architecture "
+                         f"or mixer: {', '.join(sorted(known_fields()))}")  # fmt: skip
     for field, value in args.shared_overrides.items():
-        if field in args.overrides:
-            continue  # an explicit --override wins
+        explicit = {key: v for key, v in args.overrides.items() if key != field}  # its value is checked all the same
         try:
-            reads = reads_override(args.architecture, args.preset, {**args.overrides, **applied}, field, value)
+            reads = reads_override(args.architecture, args.preset, {**explicit, **applied}, field, value)
         except (ValueError, TypeError) as err:
             raise ValueError(f"argument --shared-override: {err}") from None
+        if field in args.overrides:
+            continue  # an explicit --override wins
         if reads:
             applied[field] = value
         else:
