@@ -38,6 +38,11 @@ def feature_flags() -> dict[str, str]:
     return {name: option.flag for name, option in feature_options().items()}
 
 
+def add_key_values(parser, flag: str, example: str, help: str, metavar: str = "FIELD=VALUE") -> None:
+    """A repeatable `FLAG FIELD=VALUE` option (values parsed as YAML scalars by `key_value`)."""
+    parser.add_argument(flag, action="append", type=key_value(flag, example), metavar=metavar, help=help)
+
+
 def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
     """`train.py`'s parser; `epilog` (kept as written) follows the flags in `--help` (:func:`topic_help`)."""
     parser = CommandLineParser(
@@ -58,31 +63,15 @@ def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
                         "quickstart preset: RegBench's 4-layer RoPE Transformer with P1's n-gram heads, 600 steps")
     parser.add_argument("--task-seed", type=int, help="seed of the task generator")
     parser.add_argument("--preset", help="size preset of the architecture (tiny, small, base, ...)")
-    parser.add_argument(
-        "--override",
-        action="append",
-        type=key_value("--override", "hidden_size=256"),
-        metavar="FIELD=VALUE",
-        help="model config override, repeatable (e.g. --override num_hidden_layers=8); one the architecture's "
-        "mixers do not read (position_embedding=rope on Mamba) is refused",
-    )
-    parser.add_argument(
-        "--shared-override",
-        action="append",
-        type=key_value("--shared-override", "position_embedding=rope"),
-        metavar="FIELD=VALUE",
-        help="a model config override shared by a study's architectures, repeatable: applied where the "
-        "architecture reads the field, left out (and said so) where none of its mixers does; --override wins",
-    )
-    parser.add_argument(
-        "--task-option",
-        action="append",
-        type=key_value("--task-option", "n_test=100"),
-        metavar="FIELD=VALUE",
-        help="task generator override or task option, repeatable (e.g. --task-option n_test=100; `--task T --help` "
-        "lists task T's options with their types and defaults); options every family of a kind reads: "
-        + "; ".join(_task_option_help()),
-    )
+    add_key_values(parser, "--override", "hidden_size=256", "model config override, repeatable (e.g. --override "
+                   "num_hidden_layers=8); one the architecture's mixers do not read (position_embedding=rope on "
+                   "Mamba) is refused")  # fmt: skip
+    add_key_values(parser, "--shared-override", "position_embedding=rope", "a model config override shared by a "
+                   "study's architectures, repeatable: applied where the architecture reads the field, left out (and "
+                   "said so) where none of its mixers does; --override wins")  # fmt: skip
+    add_key_values(parser, "--task-option", "n_test=100", "task generator override or task option, repeatable (e.g. "
+                   "--task-option n_test=100; `--task T --help` lists task T's options with their types and "
+                   "defaults); options every family of a kind reads: " + "; ".join(_task_option_help()))  # fmt: skip
     for name, option in feature_options().items():  # each block feature's own flag (e.g. --ngram-heads)
         parser.add_argument(
             option.flag, dest=name, action="append", type=option_type(option), metavar=option.metavar, help=option.help
@@ -165,13 +154,8 @@ def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
         help="online samplers: change a sampler parameter by step, repeatable (e.g. n_dims=5:20:1:2000); 'none' "
         "clears a curriculum the task family or a --config file sets",
     )
-    parser.add_argument(
-        "--aux-loss-weight",
-        action="append",
-        type=key_value("--aux-loss-weight", "load_balance=0.01"),
-        metavar="NAME=WEIGHT",
-        help="weight of a named auxiliary loss the model reports (default 1.0), repeatable",
-    )
+    add_key_values(parser, "--aux-loss-weight", "load_balance=0.01", "weight of a named auxiliary loss the model "
+                   "reports (default 1.0), repeatable", metavar="NAME=WEIGHT")  # fmt: skip
     parser.add_argument("--output-dir", help="run folder (default outputs/<task>-n<N>-<arch>-<preset>-s<seed>)")
     parser.add_argument("--checkpoint-every", type=int, help="optimiser steps between checkpoints")
     parser.add_argument("--log-every", type=int, help="optimiser steps between logged losses")
