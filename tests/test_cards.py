@@ -15,7 +15,7 @@ from transformers import AutoModelForCausalLM
 import hf_icl
 from hf_icl.export import main as export_main
 from hf_icl.hub import render_model_card
-from hf_icl.hub.project import project_url
+from hf_icl.hub.project import project_link, project_url
 from hf_icl.tasks import family_of
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,12 +28,21 @@ METRICS = {
 
 def pyproject_urls() -> dict:
     with open(ROOT / "pyproject.toml", "rb") as handle:
-        return tomllib.load(handle)["project"]["urls"]
+        return tomllib.load(handle)["project"].get("urls", {})
 
 
-def test_the_project_url_is_pyprojects():
-    assert project_url() == pyproject_urls()["Repository"]
-    assert project_url().startswith("https://") and project_url().rstrip("/") != "https://github.com"
+def test_the_project_url_is_pyprojects_and_none_is_guessed():
+    """The project has no public URL yet: pyproject.toml lists none, and cards name hf_icl without a link."""
+    urls = pyproject_urls()
+    assert project_url() == (urls.get("Repository") or next(iter(urls.values()), None))
+    assert project_link() == (f"[hf_icl]({project_url()})" if project_url() else "hf_icl")
+
+
+def test_a_listed_url_becomes_the_cards_link(monkeypatch):
+    from hf_icl.hub import project
+
+    monkeypatch.setattr(project, "project_url", lambda: "https://example.org/hf_icl")
+    assert project.project_link() == "[hf_icl](https://example.org/hf_icl)"
 
 
 def test_model_card_metadata_round_trips_through_huggingface_hub(tmp_path):
@@ -58,8 +67,9 @@ def test_model_card_metadata_round_trips_through_huggingface_hub(tmp_path):
             "baselines": {baseline: row[name] for baseline, row in METRICS["baselines"].items()}
         }
         assert result.source_url == project_url()
+        assert result.source_name == ("hf_icl evaluator" if project_url() else None)
     assert data.model_name == card.data.to_dict()["model-index"][0]["name"]
-    assert f"[hf_icl]({project_url()})" in card.text and "| this model | 0.9000 |" in card.text
+    assert f"trained with\n{project_link()} on" in card.text and "| this model | 0.9000 |" in card.text
     assert "https://github.com/)" not in text
 
 
@@ -75,6 +85,6 @@ def test_dataset_card_metadata_round_trips_through_huggingface_hub(tmp_path):
             split: f"{entry['config_name']}/{split}-00000-of-00001.parquet" for split in ("train", "validation", "test")
         }
     assert card.data.license and card.data.pretty_name
-    assert f"[hf_icl]({project_url()})" in card.text
+    assert f"Written by {project_link()} (" in card.text
     # what the Hub and `datasets` read from the same card
     assert datasets.load_dataset(str(folder), "n500", split="test").num_rows == 2

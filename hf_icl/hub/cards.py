@@ -12,7 +12,7 @@ from huggingface_hub import EvalResult, ModelCard, ModelCardData
 
 from ..evaluation.tables import markdown_table
 from ..modeling.states import state_size_report
-from .project import project_url
+from .project import project_link, project_url
 
 TEMPLATE_DIR = Path(__file__).parent / "model_cards"
 USAGE = {
@@ -74,6 +74,8 @@ def eval_results(metrics: dict, task: str, dataset: str, dataset_config: str | N
         split: the scored split.
     """
     baselines = metrics.get("baselines", {})
+    url = project_url()  # huggingface_hub wants a source's URL with its name: none is given until the project has one
+    source = {"source_name": "hf_icl evaluator", "source_url": url} if url else {}
     results = []
     for name, value in metrics.get("model", {}).items():
         if _number(value) is None:
@@ -91,8 +93,7 @@ def eval_results(metrics: dict, task: str, dataset: str, dataset_config: str | N
                 metric_name=f"{split} {name}",
                 metric_value=_number(value),
                 metric_args={"baselines": beside} if beside else None,
-                source_name="hf_icl evaluator",
-                source_url=project_url(),
+                **source,
             )
         )
     return results
@@ -148,7 +149,7 @@ def render_model_card(
         architecture=training_arguments.get("architecture", config.model_type),
         preset=config.preset or "custom",
         num_parameters=model.num_parameters(),
-        project_url=project_url(),
+        hf_icl_link=project_link(),
         state_size=describe_state_size(state_size_report(model)),
         task=task,
         task_config=f"N={training_arguments.get('n_train')}, seed={training_arguments.get('task_seed')}",

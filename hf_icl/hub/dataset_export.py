@@ -106,10 +106,10 @@ def render_readme(front: dict, body: str) -> str:
     """
     from huggingface_hub import DatasetCard, DatasetCardData
 
-    from .project import project_url
+    from .project import project_link
 
     data = DatasetCardData(**front)
-    footer = f"\n\nWritten by [hf_icl]({project_url()}) (`python -m hf_icl.export`).\n"
+    footer = f"\n\nWritten by {project_link()} (`python -m hf_icl.export`).\n"
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n{body.rstrip()}{footer}"))
 
 
