@@ -17,7 +17,10 @@ from transformers import AutoModelForCausalLM
 
 import hf_icl
 from hf_icl.block_features.ngram_heads import NgramBlock
+from hf_icl.mixers import ngram as ngram_module
 from hf_icl.mixers.ngram import NgramHead, ngram_head_average, ngram_ids
+from hf_icl.mixers.ops.cpu_paths import SCAN_BACKEND_ENV
+from hf_icl.mixers.ops.ngram_numba import NumbaSegmentSums
 from hf_icl.modeling.cache import ICLCache
 from hf_icl.training.arguments import parse_args
 
@@ -85,6 +88,70 @@ def test_fast_head_equals_figure7_with_padding(n, shift, vocab, lengths, seed):
         (grad_ref,) = torch.autograd.grad(reference, alone, cotangent[row : row + 1, real])
         torch.testing.assert_close(grad_fast[row, real], grad_ref[0], atol=1e-6, rtol=0)
     assert not fast[~mask].any() and not grad_fast[~mask].any()  # padding is never matched nor averaged
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.sampled_from([1, 2, 3]),
+    shift=st.sampled_from([0, 1, 2]),
+    vocab=st.integers(1, 4),
+    lengths=st.lists(st.integers(1, 30), min_size=1, max_size=4),
+    seed=st.integers(0, 1000),
+    dtype=st.sampled_from([torch.float32, torch.float64]),
+)
+def test_compiled_segment_sums_equal_the_torch_path(n, shift, vocab, lengths, seed, dtype):
+    """The numba segmented sums (CPU default) against the float64-cumsum PyTorch path, forward and backward."""
+    ids, mask, hidden = random_batch(lengths, vocab, width=7, seed=seed)
+    hidden = hidden.to(dtype).requires_grad_(True)
+    cotangent = torch.randn(hidden.shape, dtype=dtype, generator=torch.Generator().manual_seed(seed))
+    results = {}
+    for backend in ("numba", "torch"):
+        os.environ[SCAN_BACKEND_ENV] = backend
+        try:
+            out = ngram_head_average(ids, hidden, n, shift, attention_mask=mask)
+        finally:
+            del os.environ[SCAN_BACKEND_ENV]
+        results[backend] = (out, torch.autograd.grad(out, hidden, cotangent)[0])
+    tolerance = 1e-5 if dtype == torch.float32 else 1e-12
+    torch.testing.assert_close(results["numba"][0], results["torch"][0], atol=tolerance, rtol=0)
+    torch.testing.assert_close(results["numba"][1], results["torch"][1], atol=tolerance, rtol=0)
+
+
+def test_compiled_segment_sums_are_dispatched_only_where_they_apply(monkeypatch):
+    ids, mask, hidden = random_batch([12, 9], vocab=2, width=4, seed=3)
+    calls = []
+
+    class Spy:
+        @staticmethod
+        def apply(*args):
+            calls.append(args[0].dtype)
+            return NumbaSegmentSums.apply(*args)
+
+    monkeypatch.setattr(ngram_module, "NumbaSegmentSums", Spy)
+    ngram_head_average(ids, hidden.float(), 2, 1, mask)  # float32 CPU: the kernel
+    ngram_head_average(ids, hidden, 2, 1, mask)  # float64 CPU: the kernel
+    ngram_head_average(ids, hidden.bfloat16(), 2, 1, mask)  # bf16 (autocast): the PyTorch path
+    monkeypatch.setenv(SCAN_BACKEND_ENV, "torch")
+    ngram_head_average(ids, hidden.float(), 2, 1, mask)
+    assert calls == [torch.float32, torch.float64]
+
+
+def test_a_model_with_ngram_heads_trains_the_same_under_both_backends(monkeypatch):
+    """Loss and every gradient of a Transformer with NGH^(1,2,3), compiled path against the PyTorch path."""
+    config = hf_icl.config_for("transformer", "tiny", vocab_size=20, ngram_heads=[{"layer": 1, "orders": [1, 2, 3]}])
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_config(config)
+    input_ids = torch.randint(1, 6, (3, 40), generator=torch.Generator().manual_seed(0))  # 5 tokens: many matches
+    results = {}
+    for backend in ("numba", "torch"):
+        monkeypatch.setenv(SCAN_BACKEND_ENV, backend)
+        model.zero_grad(set_to_none=True)
+        loss = model(input_ids=input_ids, labels=input_ids).loss
+        loss.backward()
+        results[backend] = (loss.detach(), [p.grad.clone() for p in model.parameters()])
+    torch.testing.assert_close(results["numba"][0], results["torch"][0], atol=1e-6, rtol=1e-6)
+    for ours, oracle in zip(results["numba"][1], results["torch"][1]):
+        torch.testing.assert_close(ours, oracle, atol=1e-5, rtol=1e-4)
 
 
 def test_unpadded_batch_and_hand_cases():

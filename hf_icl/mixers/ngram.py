@@ -14,8 +14,8 @@ Parallel form, O(T·d + T log T) per sequence instead of Figure 7's T×T masks: 
 id (pairs (id, token) re-ranked with `torch.unique` when they could overflow int64, so no two n-grams share an
 id); position j is *registered* under the n-gram ending at j − s and position i *queries* the n-gram ending at i.
 Sorting the registrations by (n-gram, position) makes each n-gram a segment, and Σ_{j<i} h_j over i's segment is
-a difference of prefix sums located by `searchsorted` (float64 `cumsum` on the torch path; fp32 segmented scan
-in `ops/ngram_triton.py` on CUDA when Triton is installed). Everything is vectorised over the batch: the row
+a difference of prefix sums located by `searchsorted` (float64 `cumsum` on the torch path; a segmented scan in
+`ops/ngram_numba.py` on the CPU when numba is installed, in `ops/ngram_triton.py` on CUDA when Triton is). Everything is vectorised over the batch: the row
 index is the n-gram's 0-th "token".
 
 Recurrent form: the cache keeps, per row, an exact hash table n-gram → (Σ h, count) (`ops/ngram_table.py`) and
@@ -28,9 +28,15 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from .ops.cpu_paths import compiled_backend
 from .ops.ngram_table import accumulate, lookup
 from .ops.ngram_triton import HAS_TRITON, segmented_cumsum_triton
 from .ops.padding import token_mask
+
+try:
+    from .ops.ngram_numba import NumbaSegmentSums
+except ImportError:  # numba is missing: the PyTorch path
+    NumbaSegmentSums = None
 
 _ID_LIMIT = 2**62
 
@@ -81,12 +87,16 @@ def causal_group_sums(query_ids, register_ids, values, use_triton: bool | None =
     none = torch.iinfo(torch.long).max
     registered = torch.where(register_ids >= 0, register_ids * length + positions, none).flatten()  # (B·T,)
     registered, order = registered.sort()  # segments of equal n-gram, by position inside each
-    rows = values.reshape(batch * length, width).index_select(0, order)  # (B·T, d)
     start = (query_ids.clamp(min=0) * length).flatten()
     lo = torch.searchsorted(registered, start)  # first registration of the query's n-gram
     hi = torch.searchsorted(registered, start + positions.repeat(batch))  # first one at position ≥ i
     counts = torch.where(query_ids.flatten() >= 0, hi - lo, 0)
+    if not use_triton and not values.is_cuda and _numba_path(values):
+        flat = values.reshape(batch * length, width)
+        sums = NumbaSegmentSums.apply(flat, order, registered, length, torch.where(counts > 0, hi, 0))
+        return sums.view(batch, length, width), counts.view(batch, length)
     found = (counts > 0)[:, None]
+    rows = values.reshape(batch * length, width).index_select(0, order)  # (B·T, d) in sorted order
     if use_triton if use_triton is not None else (values.is_cuda and HAS_TRITON):
         _, sizes = torch.unique_consecutive(registered // length, return_counts=True)
         starts = torch.nn.functional.pad(torch.cumsum(sizes, 0), (1, 0))
@@ -96,6 +106,13 @@ def causal_group_sums(query_ids, register_ids, values, use_triton: bool | None =
         prefix = torch.nn.functional.pad(rows.double().cumsum(0), (0, 0, 1, 0))  # (B·T + 1, d)
         sums = prefix.index_select(0, hi).sub_(prefix.index_select(0, lo)).mul_(found).to(values.dtype)
     return sums.view(batch, length, width), counts.view(batch, length)
+
+
+def _numba_path(values: torch.Tensor) -> bool:
+    """The compiled segmented sums take float32/float64 CPU tensors where `HF_ICL_SCAN_BACKEND` allows them."""
+    if NumbaSegmentSums is None or values.dtype not in (torch.float32, torch.float64):
+        return False
+    return compiled_backend(True, values) == "numba"
 
 
 def _query_and_register_ids(extended: torch.Tensor, n: int, shift: int, window_len: int):
