@@ -15,8 +15,8 @@ id (pairs (id, token) re-ranked with `torch.unique` when they could overflow int
 id); position j is *registered* under the n-gram ending at j − s and position i *queries* the n-gram ending at i.
 Sorting the registrations by (n-gram, position) makes each n-gram a segment, and Σ_{j<i} h_j over i's segment is
 a difference of prefix sums located by `searchsorted` (float64 `cumsum` on the torch path; a segmented scan in
-`ops/ngram_numba.py` on the CPU when numba is installed, in `ops/ngram_triton.py` on CUDA when Triton is). Everything is vectorised over the batch: the row
-index is the n-gram's 0-th "token".
+`ops/ngram_numba.py` on the CPU when numba is installed, in `ops/ngram_triton.py` on CUDA when Triton is).
+Everything is vectorised over the batch: the row index is the n-gram's 0-th "token".
 
 Recurrent form: the cache keeps, per row, an exact hash table n-gram → (Σ h, count) (`ops/ngram_table.py`) and
 the last n + s − 1 tokens. A chunk's query adds the table's sums to its in-chunk causal sums; then the chunk's

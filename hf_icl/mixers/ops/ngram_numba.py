@@ -92,7 +92,8 @@ class NumbaSegmentSums(torch.autograd.Function):
     def forward(ctx, values, order, registered, length, hi):
         values = values.contiguous()
         out = torch.empty_like(values)
-        segment_sums_forward(values.detach().numpy(), order.numpy(), registered.numpy(), length, hi.numpy(), out.numpy())
+        arrays = (order.numpy(), registered.numpy(), length, hi.numpy())
+        segment_sums_forward(values.detach().numpy(), *arrays, out.numpy())
         ctx.save_for_backward(order, registered, hi)
         ctx.length = length
         return out
