@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from torch import nn
 
 from ..mixers.ngram import NgramHead
+from ..modeling.rms_norm import RMSNorm
 from .feature_registry import BlockFeature, ConfigField, FeatureOption, register_block_feature
 
 SPEC_KEYS = ("layer", "orders", "replace")
@@ -34,9 +35,9 @@ class NgramBlock(nn.Module):
     def __init__(self, config, layer_idx: int, order: int):
         super().__init__()
         width = config.hidden_size
-        self.mixer_norm = nn.RMSNorm(width, eps=config.layer_norm_epsilon)
+        self.mixer_norm = RMSNorm(width, eps=config.layer_norm_epsilon)
         self.mixer = NgramHead(config, layer_idx, order)
-        self.ffn_norm = nn.RMSNorm(width, eps=config.layer_norm_epsilon)
+        self.ffn_norm = RMSNorm(width, eps=config.layer_norm_epsilon)
         self.ffn = nn.Sequential(nn.Linear(width, width, bias=False), nn.SiLU(), nn.Linear(width, width, bias=False))
         self.dropout = nn.Dropout(config.dropout)
 

@@ -9,12 +9,13 @@ from torch import nn
 from ..mixers.ops.residual import residual_projection
 from ..mixers.registry import MIXERS
 from .activations import build_activation
+from .rms_norm import RMSNorm
 
 
 def build_norm(config) -> nn.Module:
     """LayerNorm (GPT-2 style) or RMSNorm (Llama style), as `config.norm` says."""
     if config.norm == "rmsnorm":
-        return nn.RMSNorm(config.hidden_size, eps=config.layer_norm_epsilon)
+        return RMSNorm(config.hidden_size, eps=config.layer_norm_epsilon)
     return nn.LayerNorm(config.hidden_size, eps=config.layer_norm_epsilon)
 
 
