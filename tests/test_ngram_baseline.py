@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import hf_icl
 from hf_icl.baselines import InContextNGram
+from hf_icl.baselines.ngram import context_counts, context_counts_reference
 from hf_icl.evaluation import regbench_metrics
 from hf_icl.tasks.regbench import RegBenchConfig, generate_regbench
 
@@ -84,6 +85,20 @@ def test_matches_refit_oracle_on_arbitrary_strings(text, n, normalized):
     np.testing.assert_allclose(
         InContextNGram(n, variant).predict_proba(text), refit_predict_proba(text, n, variant), atol=1e-12
     )
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    text=st.text(alphabet=st.sampled_from("abcdefghijklmnopqr|"), min_size=1, max_size=60)
+    | st.text(alphabet="ab|", min_size=1, max_size=60),
+    n=st.integers(1, 6),
+)
+def test_compiled_context_counts_equal_the_python_pass(text, n):
+    """The numba pass (n <= 5) against the Python reference, count for count; n = 6 takes the reference itself."""
+    compiled, reference = context_counts(text, n), context_counts_reference(text, n)
+    for ours, theirs in zip(compiled, reference):
+        assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+        np.testing.assert_array_equal(ours, theirs)
 
 
 @pytest.fixture(scope="module")

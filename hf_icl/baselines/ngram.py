@@ -27,11 +27,32 @@ from __future__ import annotations
 
 import numpy as np
 
+try:
+    from ._ngram_counts_numba import MAX_ORDER, context_counts_kernel
+except ImportError:  # numba is missing: the Python pass
+    MAX_ORDER, context_counts_kernel = 0, None
+
 NUM_LETTERS, VOCAB_SIZE = 18, 20  # letters a..r occupy ids 1..18 of the RegBench vocabulary
 VARIANTS = ("paper", "normalized")
 
 
 def context_counts(text: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per-position continuation counts of every back-off context (see :func:`context_counts_reference`).
+
+    The compiled pass (`_ngram_counts_numba`) where numba is installed and n ≤ 5; the Python reference otherwise.
+    """
+    if context_counts_kernel is None or n > MAX_ORDER:
+        return context_counts_reference(text, n)
+    steps = max(len(text) - 1, 0)
+    codes = np.frombuffer(text[:steps].encode("ascii"), dtype=np.uint8).astype(np.int64) - ord("a")
+    codes[codes == ord("|") - ord("a")] = -1
+    cont_out = np.zeros((steps, n, NUM_LETTERS), dtype=np.int64)  # (T-1, n, 18)
+    ctx_out = np.zeros((steps, n), dtype=np.int64)  # (T-1, n)
+    context_counts_kernel(codes, n, cont_out, ctx_out)
+    return cont_out, ctx_out
+
+
+def context_counts_reference(text: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Per-position continuation counts of every back-off context, from one incremental pass.
 
     Args:
