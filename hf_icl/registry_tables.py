@@ -17,12 +17,14 @@ from pathlib import Path
 
 from .architectures import ARCHITECTURES
 from .atomic_files import write_text_atomic
+from .block_features.feature_registry import BLOCK_FEATURES, list_block_features
 from .mixers import list_mixers, mixer_spec
 from .mixers.registry import MAP_AXES
 from .plugins import add_import_argument, preload
 from .tasks import FAMILIES
 
 PACKAGE = Path(__file__).parent
+SIZES = ("tiny", "small", "base")  # the size presets every architecture has (matched on parameters)
 
 
 def _where(obj) -> str:
@@ -86,6 +88,63 @@ def architectures_table() -> str:
     return _table(["architecture", "folder", "mixers (default)", "presets", "capabilities"], rows)
 
 
+def _first_sentence(text: str | None) -> str:
+    """The first sentence of a docstring or note, on one line (a table cell: `|` escaped)."""
+    flat = " ".join((text or "").split())
+    ends = (m.start() for m in re.finditer(r"[.](?=\s+[A-Z`(]|$)", flat))  # a full stop before a new sentence ...
+    end = next((i for i in ends if not re.search(r"\b(al|eq|Eq|Fig|e\.g|i\.e|vs)$", flat[:i])), None)  # not "al."
+    sentence = flat[: end + 1] if end is not None else flat
+    return sentence.replace("|", "\\|")
+
+
+def _non_embedding_counts(name: str) -> list[str]:
+    """Non-embedding parameters of `name` at each size preset it has, counted on the meta device (no memory)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from .architectures import config_for, non_embedding_parameters
+
+    cells = []
+    for size in SIZES:
+        if size not in ARCHITECTURES[name].presets:
+            cells.append("—")
+            continue
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config_for(name, size, vocab_size=20))
+        cells.append(f"{non_embedding_parameters(model):,}")
+    return cells
+
+
+def zoo_table() -> str:
+    """The README's architecture table: every architecture (what its config class says it is, its parameters per
+    size preset with RegBench's 20 tokens, its other presets) and every block feature any architecture can take."""
+    rows = []
+    for name in sorted(ARCHITECTURES):
+        entry = ARCHITECTURES[name]
+        others = ", ".join(f"`{p}`" for p in entry.presets if p not in SIZES) or "—"
+        rows.append([f"`{name}`", *_non_embedding_counts(name), _first_sentence(entry.config_class.__doc__), others])
+    for name in list_block_features():
+        feature = BLOCK_FEATURES[name]
+        option = f" (`{feature.option.flag}`)" if feature.option is not None else ""
+        rows.append([f"block feature `{name}`{option}", "", "", "", _first_sentence(feature.__doc__), "—"])
+    return _table(["architecture", *SIZES, "what it is", "other presets"], rows)
+
+
+def tasks_table() -> str:
+    """The README's task table: the task families grouped by the metric they declare (`metric_note`)."""
+    groups: dict[str, list[str]] = {}
+    for name in sorted(FAMILIES):
+        groups.setdefault(_first_sentence(FAMILIES[name].metric_note), []).append(name)
+    rows = []
+    for metric, families in groups.items():
+        tasks = [task for family in families for task in sorted(FAMILIES[family].tasks)]
+        named = ", ".join(f"`{f}`" for f in families)
+        if tasks == families and len(families) > 1:
+            named = "one family per task"
+        rows.append([", ".join(f"`{t}`" for t in tasks), named, metric or "—"])
+    return _table(["tasks", "family", "metric"], rows)
+
+
 def families_table() -> str:
     rows = []
     for name in sorted(FAMILIES):
@@ -96,7 +155,7 @@ def families_table() -> str:
 
 
 TABLES = {"mixers": mixers_table, "maps": maps_table, "architectures": architectures_table,
-          "task-families": families_table}
+          "task-families": families_table, "zoo": zoo_table, "tasks": tasks_table}
 
 
 def render(page: str) -> str:

@@ -5,11 +5,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import hf_icl
 from hf_icl.registry_tables import TABLES, main
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGE = DOCS / "architecture.md"
-PAGES = {"maps": DOCS / "interpretability.md"}  # tables that live on another page than PAGE
+README = DOCS.parent / "README.md"
+PAGES = {"maps": DOCS / "interpretability.md", "zoo": README, "tasks": README}  # tables on another page than PAGE
 
 
 def _in_a_fresh_process(code):
@@ -36,6 +38,27 @@ def test_every_registered_unit_is_in_the_tables():
     assert len(names) > 20
     for name in names:
         assert f"| `{name}` |" in text, name
+
+
+def test_readme_tables_name_every_architecture_block_feature_and_task():
+    from hf_icl.registry_tables import tasks_table, zoo_table
+
+    zoo, tasks = zoo_table(), tasks_table()
+    for name in hf_icl.list_architectures():
+        assert f"| `{name}` |" in zoo, name
+    assert "block feature `ngram_heads` (`--ngram-heads`)" in zoo and "| 100,096 |" in zoo  # the tiny Transformer
+    for family in hf_icl.tasks.FAMILIES.values():
+        for task in family.tasks:
+            assert f"`{task}`" in tasks, task
+    assert "Accuracy (share of positions" in tasks  # RegBench's declared metric, whole first sentence
+
+
+def test_first_sentence_keeps_abbreviations():
+    from hf_icl.registry_tables import _first_sentence
+
+    assert _first_sentence("Mamba (P1, eq. 17; et al. 2024). Second one.") == "Mamba (P1, eq. 17; et al. 2024)."
+    assert _first_sentence("A | B, e.g. C. D") == "A \\| B, e.g. C."
+    assert _first_sentence(None) == ""
 
 
 def test_a_stale_block_is_rewritten_and_check_fails_on_it(tmp_path):

@@ -146,8 +146,8 @@ FAMILY = TaskFamily(
         },
     },
     quickstart_preset="quickstart",
-    metric_note="Accuracy: share of positions whose argmax continuation is allowed by the true automaton. TVD: "
-    "total variation distance between the predicted and the true next-token distribution, averaged over positions.",
+    metric_note="Accuracy (share of positions whose argmax continuation the true automaton allows) and TVD (total "
+    "variation distance between the predicted and the true next-token distribution), averaged over positions.",
     example_prompt="abc|",
     augmentation="a uniformly random relabelling of the letters a..r and a random order of the strings, drawn afresh "
     "for every instance of every epoch (exact symmetries of RegBench's sampler; the automata stay the N trained)",
