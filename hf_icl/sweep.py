@@ -79,7 +79,7 @@ from .training.arguments import (
 from .training.checkpoints import latest_checkpoint, saved_run_config
 from .validation import POSITIVE_INT, CommandLineParser, check_field_values, check_limits, naming
 
-SPEC_KEYS = ("output_root", "config", "base", "grid", "accelerate", "launcher")
+SPEC_KEYS = ("output_root", "config", "base", "grid", "search", "accelerate", "launcher")
 LAUNCHERS = ("local", "ray", "submitit")
 SWEEP_OWNED = ("output_dir", "resume", "overwrite")
 PREFIXED_GROUPS = {"override": "overrides", "shared_override": "shared_overrides", "task_option": "task_options"}
@@ -99,6 +99,7 @@ class SweepSpec:
     grid: dict = field(default_factory=dict)
     accelerate: list = field(default_factory=list)
     launcher: dict = field(default_factory=dict)
+    search: dict | None = None  # a hyperparameter search instead of the grid (`training.search`)
 
 
 @dataclass
@@ -144,6 +145,12 @@ def load_spec(path: str | Path) -> SweepSpec:
             check_key(key)
     if VARIANT in spec.grid and not isinstance(spec.grid[VARIANT], dict):
         raise ValueError(f"grid.{VARIANT} must be a mapping of label: {{key: value, ...}}")
+    if spec.search is not None:
+        from .training.search import parse_search
+
+        if spec.grid:
+            raise ValueError(f"{path}: grid and search exclude each other (a search asks for its own points)")
+        parse_search(spec.search, check_key)
     return spec
 
 
@@ -431,6 +438,25 @@ def dry_run(spec: SweepSpec) -> int:
     return 0
 
 
+def run_search_command(spec: SweepSpec, args) -> int:
+    """A spec with `search:` (`training.search`): its trials, one at a time in this process (a second process on
+    the same spec adds a worker); `--dry-run` prints the base point's command and the space."""
+    from .training.search import Search
+
+    if args.launcher != "local" or args.jobs != 1:
+        raise ValueError("argument --launcher/--jobs: a search runs its trials locally, one per sweep process; start "
+                         "another `python -m hf_icl.sweep SPEC` process (or machine) to add a worker")  # fmt: skip
+    if args.dry_run:
+        point = expand(SweepSpec(spec.output_root, spec.config, dict(spec.base)))[0]
+        check_points([point])
+        print(f"search: {spec.search['trials']} trials of {json.dumps(spec.search['space'])}")
+        print(f"base point:\n    {' '.join(point_command(spec, point))}")
+        return 0
+    results = Search(spec).run()
+    print(f"\ntrials: {spec.output_root}/trials.md; selected setting: {spec.output_root}/best.yaml")
+    return 1 if any(r["returncode"] for r in results) else 0
+
+
 def build_parser() -> CommandLineParser:
     parser = CommandLineParser(prog="python -m hf_icl.sweep", description=__doc__.split("\n\n")[0])
     parser.add_argument("spec", help="SPEC.yaml (see the module docstring)")
@@ -468,6 +494,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.imports:  # a file or folder is passed on as an absolute path: points may run elsewhere
             given = [str(Path(m).resolve()) if Path(m).exists() and not m.isidentifier() else m for m in args.imports]
             spec.base["imports"] = list(dict.fromkeys([*spec.base.get("imports", []), *given]))
+        if spec.search is not None:
+            return run_search_command(spec, args)
         if args.dry_run:
             return dry_run(spec)
         results = run_sweep(spec, args.launcher, args.jobs, args.rerun_changed)

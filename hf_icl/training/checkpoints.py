@@ -27,6 +27,7 @@ RANDOM_STATE_KEYS: tuple[str, ...] = ("random_state", "numpy_random_seed", "torc
 """The generators every checkpoint's random-states file must hold (Python's, numpy's, torch's CPU one)."""
 RUN_OUTPUTS: tuple[str, ...] = (
     RUN_MARKER, "checkpoints", "model", "metrics.json", "summary.md", "training_curves.png", "hf_icl", "wandb",
+    "validation_history.jsonl", "STOP",  # `training.progress`: live validation records, a stop request
 )
 """Top-level entries a run writes (`hf_icl` holds TensorBoard logs, `wandb` the wandb run files), besides its task
 family's plot; a new report file must be added here, or `--overwrite` will leave it behind."""

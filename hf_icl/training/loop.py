@@ -43,6 +43,7 @@ from .checkpoints import (
 )
 from .data import batch_stream
 from .launch import single_process_launch_warning
+from .progress import append_validation, clear_stop, stop_requested
 from .provenance import code_provenance, code_segments
 from .run_files import write_reports
 from .schedules import TrainingClock, extension_cap, lr_multiplier, warmup_steps  # noqa: F401 (re-exported)
@@ -488,9 +489,12 @@ def run_steps(
         optimizer.zero_grad(set_to_none=True)
         state["global_step"] += 1
         step = state["global_step"]
-        last = step == total_steps or clock.expired
+        stop = stop_request_seen(run)
+        last = step == total_steps or clock.expired or stop
         if clock.expired:
             state["stopped_by"] = "max_train_minutes"
+        elif stop and step < total_steps:
+            state["stopped_by"] = "stop_requested"
         if step % args.log_every == 0 or last:
             values = {name: accelerator.reduce(value.detach(), "mean").item() for name, value in terms.items()}
             values["loss"] = accelerator.reduce(loss.detach(), "mean").item()
@@ -507,15 +511,30 @@ def run_steps(
             cpu_started += time.process_time() - eval_cpu
             if scores is not None:
                 train_time = {"train_wall_s": time.time() - started, "train_cpu_s": time.process_time() - cpu_started}
-                state.setdefault("validation_history", []).append({"step": step, **train_time, **scores})
+                record = {"step": step, **train_time, **scores}
+                state.setdefault("validation_history", []).append(record)
+                append_validation(run.output_dir, record)
                 accelerator.log({f"validation/{key}": value for key, value in scores.items()}, step=step)
         if step % args.checkpoint_every == 0 or last:
             state["wall_time_s"], state["cpu_time_s"] = time.time() - started, time.process_time() - cpu_started
             save_checkpoint(accelerator, run.output_dir, step, state, args.keep_checkpoints)
         if kill_at and step == kill_at:
             os._exit(137)
+        if stop:
+            break
     progress.close()
+    if state.get("stopped_by") == "stop_requested" and accelerator.is_main_process:
+        clear_stop(run.output_dir)
     state["wall_time_s"], state["cpu_time_s"] = time.time() - started, time.process_time() - cpu_started
+
+
+def stop_request_seen(run: Run) -> bool:
+    """Whether a `STOP` file asks the run to end (`training.progress`); every process gets the same answer."""
+    seen = stop_requested(run.output_dir)
+    if run.accelerator.num_processes > 1:
+        flag = torch.tensor(float(seen), device=run.accelerator.device)
+        seen = bool(run.accelerator.reduce(flag, "max").item())
+    return seen
 
 
 def validation_scores(run: Run, model) -> dict | None:

@@ -1,0 +1,99 @@
+"""The sweep's hyperparameter search (`training.search`, optuna): bad specs fail in one line before any run; a real
+search trains its trials, writes the trials table and a `best.yaml` that train.py reads, and spends its budget once;
+a pruned trial ends early through the run's `STOP` file as a finished run; a trial cut by a kill is resumed under its
+number; the live validation records equal the finished run's."""
+
+import json
+
+import pytest
+import yaml
+
+pytest.importorskip("optuna")
+
+from hf_icl.sweep import main  # noqa: E402
+from hf_icl.training import search as search_module  # noqa: E402
+from hf_icl.training.arguments import parse_args  # noqa: E402
+from hf_icl.training.progress import read_validation  # noqa: E402
+
+BASE = {"task": "regbench", "preset": "tiny", "n_train": 100, "task_option.n_test": 8, "task_option.n_validation": 8,
+        "max_steps": 4, "eval_every": 2, "batch_size": 4, "threads": 1, "report_to": "none",
+        "override.num_hidden_layers": 1, "warmup_steps": 0}  # fmt: skip
+NARROW = {"override.hidden_size": 32, "override.intermediate_size": 64}
+SEARCH = {"trials": 2, "objective": "accuracy", "direction": "maximize", "seed": 0,
+          "space": {"lr": {"low": 1.0e-4, "high": 1.0e-1, "log": True}, "variant": {"narrow": NARROW, "tiny": {}}}}
+
+
+def write_spec(tmp_path, search=SEARCH, base=BASE, **extra):
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump({"output_root": str(tmp_path / "out"), "base": base, "search": search, **extra}))
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    "search, base, extra, message",
+    [
+        ({**SEARCH, "budget": 3}, BASE, {}, "search.budget is not one of: engine, trials"),
+        ({**SEARCH, "trials": 0}, BASE, {}, "search.trials=0 must be an integer ≥ 1"),
+        ({**SEARCH, "direction": "up"}, BASE, {}, "search.direction='up' is not one of: maximize, minimize"),
+        ({**SEARCH, "space": {"lr": {"low": 1, "high": 0.1}}}, BASE, {}, "low=1 and high=0.1 must be numbers"),
+        ({**SEARCH, "space": {"lr": {"low": 0, "high": 1, "log": True}}}, BASE, {}, "log=true needs low > 0"),
+        ({**SEARCH, "space": {"lrr": {"choices": [1]}}}, BASE, {}, "key 'lrr' is not one of"),
+        ({**SEARCH, "pruner": {"kind": "hyperband", "patience": 2}}, BASE, {}, "search.pruner.patience is not a"),
+        (SEARCH, BASE, {"grid": {"seed": [0]}}, "grid and search exclude each other"),
+        (SEARCH, {**BASE, "max_steps": 5}, {}, "max_steps a multiple of it (got eval_every=2, max_steps=5)"),
+    ],
+)
+def test_bad_searches_fail_in_one_line_before_any_run(tmp_path, capsys, search, base, extra, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main([write_spec(tmp_path, search, base, **extra)])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert message in error, error
+    assert not any((tmp_path / "out").glob("trial-*/metrics.json"))
+
+
+def test_a_search_trains_its_trials_writes_the_table_and_a_best_config_once(tmp_path, monkeypatch):
+    monkeypatch.setattr(search_module, "POLL_SECONDS", 0.2)
+    spec = write_spec(tmp_path)
+    assert main([spec]) == 0
+    out = tmp_path / "out"
+    rows = json.loads((out / "trials.json").read_text())
+    assert [row["state"] for row in rows] == ["complete", "complete"]
+    assert all(row["steps"] == 4 and set(row["validation"]) >= {"accuracy", "tvd"} for row in rows)
+    for row in rows:  # the live records are what the finished run keeps in metrics.json
+        metrics = json.loads((out / f"trial-{row['trial']:03d}" / "metrics.json").read_text())
+        assert read_validation(out / f"trial-{row['trial']:03d}") == metrics["train"]["validation_history"]
+        assert metrics["run_config"]["lr"] == pytest.approx(row["setting"]["lr"])
+    best = max(rows, key=lambda row: row["value"])
+    args = parse_args(["--config", str(out / "best.yaml"), "--output-dir", str(tmp_path / "again")])
+    assert args.lr == pytest.approx(best["setting"]["lr"]) and args.max_steps == 4
+    assert (args.overrides.get("hidden_size") == 32) == (best["setting"]["variant"] == "narrow")
+    table = (out / "trials.md").read_text()
+    assert "| trial | state | setting | steps | accuracy | tvd | train CPU s |" in table and "Selected: trial" in table
+    assert main([spec]) == 0  # the budget is spent: nothing new is trained
+    assert len(json.loads((out / "trials.json").read_text())) == 2
+
+
+def test_a_pruned_trial_stops_early_as_a_finished_run(tmp_path, monkeypatch):
+    monkeypatch.setattr(search_module, "POLL_SECONDS", 0.2)
+    pruned = {**SEARCH, "trials": 1, "pruner": {"kind": "threshold", "lower": 2.0}}  # accuracy < 2: prune at once
+    assert main([write_spec(tmp_path, pruned, {**BASE, "max_steps": 3000})]) == 0
+    run = tmp_path / "out" / "trial-000"
+    metrics = json.loads((run / "metrics.json").read_text())
+    assert metrics["train"]["stopped_by"] == "stop_requested" and metrics["train"]["steps"] < 3000
+    assert not (run / "STOP").exists() and (run / "model").is_dir()
+    assert json.loads((tmp_path / "out" / "trials.json").read_text())[0]["state"] == "pruned"
+
+
+@pytest.mark.slow
+def test_a_trial_cut_by_a_kill_is_resumed_under_its_number(tmp_path, monkeypatch):
+    monkeypatch.setattr(search_module, "POLL_SECONDS", 0.2)
+    spec = write_spec(tmp_path, {**SEARCH, "trials": 1})
+    from hf_icl.sweep import load_spec
+
+    search = search_module.Search(load_spec(spec))
+    trial = search.study.ask()  # a process that asked, then died before telling: the trial stays RUNNING
+    search_module.suggest(trial, search.search)
+    assert main([spec]) == 0
+    rows = json.loads((tmp_path / "out" / "trials.json").read_text())
+    assert [(row["trial"], row["state"]) for row in rows] == [(0, "complete")]
