@@ -1,7 +1,8 @@
 """`accelerate launch train.py [--architecture A] [--task T] [...]`: train an hf_icl model, then evaluate it.
 
-With no arguments it trains the default small Transformer on RegBench (N=2500) in a few CPU minutes and writes
-`metrics.json`, `summary.md`, `training_curves.png` and a checkpoint folder (`model/`) to the output directory.
+With no arguments it trains RegBench's `quickstart` preset (N = 2500: a 4-layer Transformer with P1's n-gram heads)
+and writes `metrics.json`, `summary.md`, `training_curves.png`, `checkpoints/` and the model (`model/`) to the output
+directory. The same as `python -m hf_icl.train` (the installed package's entry point).
 """
 
 from hf_icl.training import main
