@@ -12,6 +12,8 @@ subclass registered with `@register_block_feature`; every hook has a default tha
         block_class = None          # `(config, layer_idx) -> block` of the L regular layers, replacing the default
         def check_config(config): ...               # cross-field checks, run by `ICLConfig.check`
         def place_layers(config, plan): ...         # edit the layer plan (see `place_layers`)
+        def extend_layer(config, layer, index): ... # add modules to each regular layer once it is built
+        def call_context(config): ...               # fresh per-forward entries of the block context
         def label(value): ...                       # run-folder suffix for the selector's value
 
 The skeleton (`hf_icl.modeling`) calls these hooks through `used_block_features(config)` and never names a feature;
@@ -61,6 +63,7 @@ class BlockFeature:
             (the blocks run once each, in order) accept it.
         option: a `train.py` flag for the selector, or `None`.
         block_class: `(config, layer_idx) -> nn.Module`, the class of the L regular layers, or `None`.
+        requirement: what `accepts` asks of an architecture, in words (error messages).
     """
 
     name: ClassVar[str] = ""
@@ -71,6 +74,7 @@ class BlockFeature:
     edits_layer_stack: ClassVar[bool] = False
     option: ClassVar[FeatureOption | None] = None
     block_class: ClassVar[type | None] = None
+    requirement: ClassVar[str] = "a layer schedule that is a fixed stack (`plain_layer_stack`)"  # what `accepts` asks
 
     @classmethod
     def used_by(cls, config) -> bool:
@@ -78,6 +82,12 @@ class BlockFeature:
         if cls.selector is not None:
             return bool(getattr(config, cls.selector, None))
         return cls.name in getattr(config, "block_features", ())
+
+    @classmethod
+    def accepts(cls, config_class) -> bool:
+        """Whether configs of `config_class` (an `ICLConfig` subclass) may turn the feature on (tables, docs, help):
+        by default every class, except that a feature that edits the layer stack needs `plain_layer_stack`."""
+        return config_class.plain_layer_stack or not cls.edits_layer_stack
 
     @classmethod
     def check_config(cls, config) -> None:
@@ -94,6 +104,17 @@ class BlockFeature:
                 the final order, handing out slots L, L + 1, ... to the builders after the regular ones.
         """
         return plan
+
+    @classmethod
+    def extend_layer(cls, config, layer, index: int) -> None:
+        """Add modules to regular layer `index` (0 ≤ index < L) once it is built, e.g. a transform a mixer calls
+        (`mixers.ops.value_transform`); their weights are the layer's, saved and loaded with it."""
+
+    @classmethod
+    def call_context(cls, config) -> dict:
+        """Entries the model adds to the block context at every forward call, made fresh for each call (state the
+        layers of one call share, e.g. the first layer's values); keys must not collide with other features'."""
+        return {}
 
     @classmethod
     def label(cls, value) -> str:
@@ -165,6 +186,22 @@ def feature_fields() -> dict[str, ConfigField]:
 def used_block_features(config) -> list[type[BlockFeature]]:
     """The features `config` turns on, in registration order."""
     return [cls for cls in BLOCK_FEATURES.values() if cls.used_by(config)]
+
+
+def feature_call_context(config) -> dict:
+    """The per-call block-context entries of the features `config` uses (`BlockFeature.call_context`).
+
+    Raises:
+        ValueError: two features give the same key.
+    """
+    context: dict = {}
+    for cls in used_block_features(config):
+        entries = cls.call_context(config)
+        taken = sorted(set(entries) & set(context))
+        if taken:
+            raise ValueError(f"block feature {cls.name!r} gives block-context key {taken[0]!r}, already given")
+        context.update(entries)
+    return context
 
 
 def features_label(overrides: Mapping | None) -> str:

@@ -8,9 +8,11 @@ eqs. 13–20), the generalised delta rule with a per-key-dim decay, transposed t
     S_t = (diag(w_t) − (κ̂_t ⊙ a_t) κ̂_tᵀ) S_{t−1} + k_t v_tᵀ        (eq. 16 with G = diag(w) − κ̂ᵀ(a ⊙ κ̂), transposed)
     o_t = r_tᵀ S_t;   y = W_o ((GroupNorm_head(o) + (r_t · (ρ ⊙ k_t)) v_t) ⊙ g)
 
-as flash-linear-attention's `RWKV7Attention` (LoRA ranks, init). Departure: RWKV-7's value residual (later layers
-mixing in layer 0's v) is left out: a mixer here reads no other layer's tensors, so every layer is RWKV-7's first.
-As in paper 1's reference and the `rwkv` (RWKV-4) mixer here, the skeleton's FFN stands in for channel mixing.
+as flash-linear-attention's `RWKV7Attention` (LoRA ranks, init). RWKV-7's value residual (later layers mixing in
+layer 0's v, v ← lerp(v, v_first, σ(ν + LoRA_ν(x^v)))) is the block feature `value_residual`
+(`block_features/value_residual.py`, on with `--override value_residual=true`): the mixer hands v and x^v to it
+through `ops.value_transform` before the recurrence; without it every layer is RWKV-7's first. As in paper 1's
+reference and the `rwkv` (RWKV-4) mixer here, the skeleton's FFN stands in for channel mixing.
 The recurrence is `ops.delta_rule`'s DPLR form with d = w, b = κ̂ ⊙ a, a = −κ̂: chunks of at most 32 steps keep
 the factored decays within e^{±20}; decoding is the O(Dk·Dv) step; on CUDA fla's `chunk_rwkv7` when it imports.
 The exact map is that of the WKV state (v → o); the bonus term (r·ρk) v_t enters after the GroupNorm.
@@ -29,6 +31,7 @@ from .ops.delta_rule import dplr_map, dplr_recurrence, use_fla_kernel
 from .ops.mixing_maps import MixingMap, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
+from .ops.value_transform import transform_values
 from .registry import ConfigField, positive_int, register_mixer
 from .shared_fields import SCAN_CHUNK_SIZE
 
@@ -72,6 +75,7 @@ class RWKV7TimeMix(nn.Module):
     returns_attention_maps = False
     mixing_maps = True
     map_axis = "heads"
+    value_transform_point = True  # v and x^v pass through `ops.value_transform` (RWKV-7's value residual)
 
     def __init__(self, config, layer_idx: int):
         super().__init__()
@@ -118,8 +122,9 @@ class RWKV7TimeMix(nn.Module):
     def state_size(self) -> int:
         return self.k_k.numel() * 4 + self.num_heads * self.head_dim * self.head_dim * 4  # shift + S, fp32
 
-    def coefficients(self, hidden_states, mask, state):
-        """r, k, v, a, b, log w (B, H, T, D), the bonus weights (B, H, T, 1) and the gate g (B, T, d)."""
+    def coefficients(self, hidden_states, mask, state, context=None):
+        """r, k, v, a, b, log w (B, H, T, D), the bonus weights (B, H, T, 1) and the gate g (B, T, d); `context` is
+        the block context a value transform reads."""
         batch, length, width = hidden_states.shape
         x = zero_padding(hidden_states, mask)  # padding reads as "no previous token" in the shift
         last = state.get("shift") if state is not None else None
@@ -129,6 +134,7 @@ class RWKV7TimeMix(nn.Module):
             state.set("shift", x[:, -1] if mask is None else torch.where(mask[:, -1:], x[:, -1], last))
         xr, xw, xk, xv, xa, xg = (x + (previous - x) * mu for mu in self.mix)
         r, k, v = self.r_proj(xr), self.k_proj(xk), self.v_proj(xv)
+        v = transform_values(self, v, xv, context)  # (B, T, d)
         log_w = -DECAY_BOUND * torch.sigmoid(self.w_lora(xw).float())  # log w ∈ (−e^{−1/2}, 0)
         a = torch.sigmoid(self.a_lora(xa))
         heads = (batch, length, self.num_heads, self.head_dim)
@@ -148,9 +154,9 @@ class RWKV7TimeMix(nn.Module):
         self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, recorder=None, **kw
     ):
         mask = token_mask(attention_mask, hidden_states.shape[1])
-        report_mixing_map(self, hidden_states, attention_mask, cache, recorder)
+        report_mixing_map(self, hidden_states, attention_mask, cache, recorder, context=kw)
         state = cache.layer_state(self.layer_idx) if cache is not None else None
-        r, k, v, a, b, log_w, bonus, gate = self.coefficients(hidden_states, mask, state)
+        r, k, v, a, b, log_w, bonus, gate = self.coefficients(hidden_states, mask, state, kw)
         if use_fla_kernel(r, state, chunk_rwkv7):  # pragma: no cover - CUDA only
             out = self.fla_prefill(r, k, v, a, b, log_w, mask, state)
         else:
@@ -167,7 +173,7 @@ class RWKV7TimeMix(nn.Module):
             state.set("state", final.float())
         return out.transpose(1, 2)
 
-    def mixing_map(self, hidden_states, mask=None) -> MixingMap:
-        r, k, v, a, b, log_w, _, _ = self.coefficients(hidden_states, mask, None)
+    def mixing_map(self, hidden_states, mask=None, context=None) -> MixingMap:
+        r, k, v, a, b, log_w, _, _ = self.coefficients(hidden_states, mask, None, context)
         out = dplr_recurrence(r, k, v, a, b, log_w, mask, None, self.chunk_size)
         return MixingMap(dplr_map(r, k, a, b, log_w, mask, self.chunk_size), v, out)

@@ -102,9 +102,10 @@ def unread_override(config, overrides, architecture: str) -> str | None:
 
 
 def accepts_block_feature(config_class, feature) -> bool:
-    """Whether configs of `config_class` may turn on block feature `feature` (a registered `BlockFeature` class):
-    one that adds or removes layers needs a `plain_layer_stack`."""
-    return config_class.plain_layer_stack or not feature.edits_layer_stack
+    """Whether configs of `config_class` may turn on block feature `feature` (a registered `BlockFeature` class), as
+    the feature says (`BlockFeature.accepts`; by default: one that adds or removes layers needs a
+    `plain_layer_stack`)."""
+    return feature.accepts(config_class)
 
 
 def block_feature_architectures(feature) -> list[str]:
@@ -265,9 +266,10 @@ class ICLConfig(PreTrainedConfig):
         for feature in used_block_features(self):
             if not accepts_block_feature(type(self), feature):
                 value = f"{feature.selector}={getattr(self, feature.selector)!r}" if feature.selector else feature.name
+                off = feature.config_fields[feature.selector].default if feature.selector else None
                 raise ValueError(
-                    f"{value} is not supported by {self.model_type} (its layer schedule is not a fixed stack); "
-                    f"allowed: None. Architectures that accept {feature.name}: "
+                    f"{value} is not supported by {self.model_type} ({feature.name} needs {feature.requirement}); "
+                    f"allowed: {off!r}. Architectures that accept {feature.name}: "
                     f"{', '.join(block_feature_architectures(feature))}"
                 )
             feature.check_config(self)

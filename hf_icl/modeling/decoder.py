@@ -15,7 +15,7 @@ from transformers import GenerationMixin, PreTrainedModel
 from transformers import initialization as init
 from transformers.utils.deprecation import deprecate_kwarg
 
-from ..block_features.feature_registry import used_block_features
+from ..block_features.feature_registry import feature_call_context, used_block_features
 from .cache import ICLCache
 from .configuration import ICLConfig
 from .layers import DecoderBlock, build_norm
@@ -49,13 +49,18 @@ def build_layers(config, block_class=DecoderBlock) -> nn.ModuleList:
     plan = list(regular)
     for feature in features:
         plan = feature.place_layers(config, plan)
-    layers, slot = [], config.num_hidden_layers
+    layers, slot, regular_layers = [], config.num_hidden_layers, {}
     for builder in plan:
-        if any(builder is own for own in regular):
+        index = next((i for i, own in enumerate(regular) if builder is own), None)
+        if index is not None:
             layers.append(builder(None))
+            regular_layers[index] = layers[-1]
         else:
             layers.append(builder(slot))
             slot += 1
+    for feature in features:  # then each feature may add modules to the regular layers it extends
+        for index, layer in sorted(regular_layers.items()):
+            feature.extend_layer(config, layer, index)
     return nn.ModuleList(layers)
 
 
@@ -243,6 +248,10 @@ class ICLModel(ICLPreTrainedModel):
             )
         if block_context and "recorder" in block_context:
             raise ValueError("block_context may not set 'recorder': the model creates one ForwardRecorder per call")
+        features_context = feature_call_context(self.config)  # fresh per call: what one call's layers share
+        clash = sorted(set(block_context or {}) & set(features_context))
+        if clash:
+            raise ValueError(f"block_context may not set {clash[0]!r}: a block feature of this model gives it")
         if output_attentions is None:
             output_attentions = self.config.output_attentions
         recorder = ForwardRecorder(output_attentions=bool(output_attentions))
@@ -284,7 +293,8 @@ class ICLModel(ICLPreTrainedModel):
 
         all_hidden_states = [hidden_states] if output_hidden_states else None
         layer_inputs = (hidden_states, attention_mask, cache, input_ids, position_ids, all_hidden_states)
-        hidden_states = self.run_layers(*layer_inputs, **(block_context or {}), recorder=recorder)
+        context = {**(block_context or {}), **features_context}
+        hidden_states = self.run_layers(*layer_inputs, **context, recorder=recorder)
         hidden_states = self.norm(hidden_states)
         if cache is not None:
             cache.advance(length)

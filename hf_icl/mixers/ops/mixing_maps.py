@@ -50,7 +50,7 @@ def causal_key_mask(mask, length: int, device) -> torch.Tensor:
     return allowed
 
 
-def report_mixing_map(mixer, hidden_states, attention_mask, cache, recorder) -> None:
+def report_mixing_map(mixer, hidden_states, attention_mask, cache, recorder, context=None) -> None:
     """Report `mixer`'s map rows for the positions of `hidden_states` (B, T, d) to `recorder`, if maps are asked.
 
     Args:
@@ -58,6 +58,8 @@ def report_mixing_map(mixer, hidden_states, attention_mask, cache, recorder) -> 
         attention_mask: (B, S) over the whole sequence so far, or `None`.
         cache: the `ICLCache` or `None`; its layer state keeps `map_history` while maps are asked for.
         recorder: the block context's `ForwardRecorder`, or `None`.
+        context: the block context, passed on as `mixing_map(..., context=...)` to a mixer whose values a block
+            feature may transform (`value_transform_point`), so that its map is the map of the values it mixes.
     """
     if recorder is None or not recorder.output_attentions:
         return
@@ -73,6 +75,7 @@ def report_mixing_map(mixer, hidden_states, attention_mask, cache, recorder) -> 
             )
         history = hidden_states if past is None else torch.cat([past, hidden_states], dim=1)
         state.set("map_history", history.detach())
+    extra = {"context": context} if getattr(mixer, "value_transform_point", False) else {}
     with torch.no_grad():
-        mixing = mixer.mixing_map(history, token_mask(attention_mask, history.shape[1]))
+        mixing = mixer.mixing_map(history, token_mask(attention_mask, history.shape[1]), **extra)
     recorder.add_attention(mixing.maps[:, :, -length:])  # (B, H, T, S)
