@@ -191,6 +191,7 @@ def test_a_bare_run_is_the_default_tasks_quickstart_preset():
     assert bare.task_preset == "quickstart"
     assert bare.overrides["ngram_heads"] == [{"layer": 1, "orders": [1, 2, 3], "replace": False}]
     assert (bare.max_steps, bare.augment, bare.overrides["num_hidden_layers"]) == (600, True, 4)
+    assert (bare.batch_size, bare.warmup_steps) == (16, 50)  # chosen by quickstart_search_round3.yaml
     assert "+ngh1.123" in str(bare.resolved_output_dir())
     shortened = parse_args([*BASE, "--max-steps", "20", "--threads", "1"])
     assert (shortened.task_preset, shortened.max_steps) == ("quickstart", 20)

@@ -131,10 +131,12 @@ FAMILY = TaskFamily(
         },
         # What a bare `accelerate launch train.py` runs (`quickstart_preset`): the CPU recipe's shape
         # (experiments/configs/regbench_cpu_ngh.yaml: 4 layers at d = 64, RoPE, `--augment`, the wsd schedule) with
-        # P1 §6's n-gram heads NGH₁^(1,2,3), for 600 steps. The plain recipe spends 1,000-1,600 steps on the
-        # 2-gram plateau; with the heads it passes the 2-gram baseline by step 300 (time_to_quality.json), so a
-        # newcomer's first model beats the counting baselines in about six minutes on two cores. Any flag given
-        # (`--architecture`, `--config`, ...) leaves this preset out; `--task-preset quickstart` asks for it.
+        # P1 §6's n-gram heads NGH₁^(1,2,3), for 600 steps of batch 16 after a 50-step warm-up. The plain recipe
+        # spends 1,000-1,600 steps on the 2-gram plateau; with the heads the model passes the 3-gram baseline, so a
+        # newcomer's first model beats the counting baselines in a few minutes on two cores. Batch 16 and the short
+        # warm-up were chosen on validation by experiments/sweeps/quickstart_search_round3.yaml (the cheapest of
+        # five schedules past the 3-gram line; batch 32 for 600 steps before). Any flag given (`--architecture`,
+        # `--config`, ...) leaves this preset out; `--task-preset quickstart` asks for it.
         "quickstart": {
             "overrides": {
                 "num_hidden_layers": 4,
@@ -142,7 +144,9 @@ FAMILY = TaskFamily(
                 "ngram_heads": [{"layer": 1, "orders": [1, 2, 3], "replace": False}],
             },
             "augment": True,
+            "batch_size": 16,
             "max_steps": 600,
+            "warmup_steps": 50,
         },
     },
     quickstart_preset="quickstart",
