@@ -29,9 +29,9 @@ def model_next_token_probs(model, tokenizer, texts: list[str], batch_size: int =
     for start in range(0, len(order), batch_size):
         chunk = order[start : start + batch_size]
         encoded = tokenizer([texts[i] for i in chunk], padding=True, padding_side="right", return_tensors="pt")
-        logits = model(
-            input_ids=encoded["input_ids"].to(device), attention_mask=encoded["attention_mask"].to(device)
-        ).logits  # (B, T, V)
+        ids, mask = encoded["input_ids"].to(device), encoded["attention_mask"].to(device)
+        # No cache: a scoring pass (which also lets the right padding take the unmasked paths).
+        logits = model(input_ids=ids, attention_mask=mask, use_cache=False).logits  # (B, T, V)
         batch_probs = torch.softmax(logits.double(), dim=-1).cpu().numpy()
         for row, index in enumerate(chunk):
             probs[index] = batch_probs[row, : len(texts[index]) - 1]  # (T − 1, V)
@@ -56,6 +56,6 @@ def next_token_losses(model, ids: torch.Tensor, batch_size: int = 32) -> np.ndar
     losses = []
     for start in range(0, len(ids), batch_size):
         batch = ids[start : start + batch_size].to(device)
-        logits = model(batch).logits[:, :-1].float()  # (B, T−1, V)
+        logits = model(batch, use_cache=False).logits[:, :-1].float()  # (B, T−1, V)
         losses.append(F.cross_entropy(logits.transpose(1, 2), batch[:, 1:], reduction="none").cpu())
     return torch.cat(losses).numpy()

@@ -27,6 +27,12 @@ from .states import per_position_states, requested_positions
 renamed_cache_kwarg = deprecate_kwarg("past_key_values", version="6.0.0", new_name="cache", raise_if_both_names=True)
 
 
+def only_right_padding(attention_mask: torch.Tensor) -> bool:
+    """Whether every row of the (B, T) mask is ones then zeros: padding only after the last real token."""
+    mask = attention_mask.bool()
+    return bool((mask[:, 1:] <= mask[:, :-1]).all())
+
+
 def build_layers(config, block_class=DecoderBlock) -> nn.ModuleList:
     """The decoder's layers in order: `block_class(config, i)` for i < L, then as the config's block features say.
 
@@ -276,8 +282,15 @@ class ICLModel(ICLPreTrainedModel):
             positions, states = per_position_states(self, input_ids, inputs_embeds, attention_mask, positions)
         hidden_states = self.embed_tokens(input_ids) if inputs_embeds is None else inputs_embeds  # (B, T, d)
         length = hidden_states.shape[1]
-        if attention_mask is not None and bool(attention_mask.all()):
-            attention_mask = None  # no padding: mixers may take their fast unmasked paths
+        scoring = cache is None and not output_attentions
+        if attention_mask is not None and (
+            bool(attention_mask.all()) or (scoring and only_right_padding(attention_mask))
+        ):
+            # No padding, or padding after the last token of every row without a cache (a scoring batch): every
+            # mixer is causal, so no real position reads a padded one, and the mixers take their unmasked paths
+            # (SDPA's flash kernel instead of its masked one). A cache must not take in the padding's states, and
+            # maps keep their masked padding rows, so those keep the mask.
+            attention_mask = None
         if position_ids is None:
             position_ids = self._position_ids(attention_mask, past_length, length, hidden_states.device)
         if self.embed_positions is not None:

@@ -64,7 +64,7 @@ def evaluate_icl_arithmetic(model, tokenizer, rows, config: ICLArithmeticConfig,
         model.eval()
         device = next(model.parameters()).device
         ids = encode_texts(tokenizer, rows["text"] if hasattr(rows, "column_names") else [r["text"] for r in rows])
-        hits = digit_hits(lambda batch: model(batch.to(device)).logits, ids, batch_size)
+        hits = digit_hits(lambda batch: model(batch.to(device), use_cache=False).logits, ids, batch_size)
         results["model"], results["by_example"]["model"] = summarise(hits, config)
     baseline, curve = summarise(least_squares_hits(rows, config), config)
     results["baselines"]["least_squares"] = baseline
