@@ -91,3 +91,32 @@ def test_a_transformer_trains_the_same_under_both_backends(monkeypatch):
     assert hf_icl.config_for("transformer", "tiny").hidden_act == "gelu_pytorch_tanh"
     model = assert_model_agrees_under_both_backends(monkeypatch, "transformer", loss_tolerance=1e-6)
     assert any(isinstance(module, GELUTanh) for module in model.modules())
+
+
+@settings(max_examples=50, deadline=None)
+@given(rows=st.integers(0, 10_000), parts=st.integers(1, 8))
+def test_slices_cover_the_rows_once_in_order(rows, parts):
+    from hf_icl.mixers.ops.kernel_threads import slice_bounds
+
+    bounds = slice_bounds(rows, parts)
+    assert [b for _, b in bounds[:-1]] == [a for a, _ in bounds[1:]]  # contiguous
+    assert (bounds[0][0], bounds[-1][1]) == (0, rows) if rows else bounds == []
+    assert len(bounds) == min(parts, rows) and all(b > a for a, b in bounds)
+    sizes = [b - a for a, b in bounds]
+    assert not sizes or max(sizes) - min(sizes) <= 1  # as even as possible
+
+
+def test_the_kernel_gives_the_same_bits_on_one_thread_and_on_several():
+    x = torch.randn(300, 1000, generator=torch.Generator().manual_seed(4), requires_grad=True)  # above MIN_ELEMENTS
+    cotangent = torch.randn(300, 1000, generator=torch.Generator().manual_seed(5))
+    results = []
+    threads = torch.get_num_threads()
+    try:
+        for count in (1, 3):
+            torch.set_num_threads(count)
+            out = NumbaGELUTanh.apply(x)
+            (grad,) = torch.autograd.grad(out, x, cotangent)
+            results.append((out, grad))
+    finally:
+        torch.set_num_threads(threads)
+    assert torch.equal(results[0][0], results[1][0]) and torch.equal(results[0][1], results[1][1])
