@@ -8,12 +8,15 @@ import hf_icl
 from hf_icl.mixers.ops.selective_scan import SCAN_BACKEND_ENV
 
 
-def assert_model_agrees_under_both_backends(monkeypatch, architecture: str, loss_tolerance: float = 1e-5):
-    """Train-step loss and every parameter's gradient of a `tiny` model, numba path against the torch path."""
-    config = hf_icl.config_for(architecture, "tiny", vocab_size=20)
+def assert_model_agrees_under_both_backends(
+    monkeypatch, architecture: str, loss_tolerance: float = 1e-5, tokens: int = 20, length: int = 33, **overrides
+):
+    """Train-step loss and every parameter's gradient of a `tiny` model (with config `overrides`), numba path against
+    the torch path, on ids drawn from 1..tokens − 1 (few tokens: many repeats, e.g. n-gram matches)."""
+    config = hf_icl.config_for(architecture, "tiny", vocab_size=20, **overrides)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config)
-    input_ids = torch.randint(1, 20, (3, 33), generator=torch.Generator().manual_seed(0))
+    input_ids = torch.randint(1, tokens, (3, length), generator=torch.Generator().manual_seed(0))
     results = {}
     for backend in ("numba", "torch"):
         monkeypatch.setenv(SCAN_BACKEND_ENV, backend)

@@ -163,37 +163,25 @@ def test_remote_code_load_in_fresh_process(arch, tmp_path):
     assert set(config["auto_map"]) >= {"AutoConfig", "AutoModel", "AutoModelForCausalLM"}
     for path in (tmp_path / "ckpt").glob("*.py"):
         assert not re.search(r"^\s*(from|import)\s+(hf_icl|\.\.)", path.read_text(), re.M), path.name
-    input_ids, attention_mask = left_padded_batch()
-    env = {"HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            REMOTE_LOAD,
-            str(tmp_path / "ckpt"),
-            json.dumps(input_ids.tolist()),
-            json.dumps(attention_mask.tolist()),
-        ],
-        capture_output=True,
-        text=True,
-        env={**env, "PATH": "/usr/bin:/bin"},
-        cwd=tmp_path,
-        timeout=300,
-    )
+    assert_remote_code_matches(model, tmp_path / "ckpt", *left_padded_batch())
+
+
+def assert_remote_code_matches(model, checkpoint, input_ids, attention_mask) -> None:
+    """The saved `checkpoint` loaded in a fresh process without hf_icl (`REMOTE_LOAD`) gives `model`'s logits and
+    its cached greedy generation."""
+    env = {"HF_MODULES_CACHE": str(checkpoint.parent / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           "PATH": "/usr/bin:/bin"}  # fmt: skip
+    args = [str(checkpoint), json.dumps(input_ids.tolist()), json.dumps(attention_mask.tolist())]
+    result = subprocess.run([sys.executable, "-c", REMOTE_LOAD, *args], capture_output=True, text=True, env=env,
+                            cwd=checkpoint.parent, timeout=300)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
     remote = json.loads(result.stdout.strip().splitlines()[-1])
     with torch.no_grad():
         local = model(input_ids, attention_mask=attention_mask).logits
-        generated = model.generate(
-            input_ids,
-            attention_mask=attention_mask,
-            max_new_tokens=4,
-            do_sample=False,
-            pad_token_id=0,
-            eos_token_id=None,
-        )
+        kwargs = dict(max_new_tokens=4, do_sample=False, pad_token_id=0, eos_token_id=None)
+        generated = model.generate(input_ids, attention_mask=attention_mask, **kwargs)
     torch.testing.assert_close(torch.tensor(remote["logits"]), local, atol=1e-6, rtol=0)
-    assert remote["generated"] == generated.tolist()
+    assert remote["generated"] == generated.tolist()  # cached greedy decoding in the exported code
 
 
 @pytest.mark.parametrize("arch", sorted(VARIANTS))

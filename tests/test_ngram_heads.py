@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
+from backend_oracle import assert_model_agrees_under_both_backends
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_models import REMOTE_LOAD, prefix_logits, step_by_step_logits
+from test_models import assert_remote_code_matches, prefix_logits, step_by_step_logits
 from transformers import AutoModelForCausalLM
 
 import hf_icl
@@ -138,20 +139,8 @@ def test_compiled_segment_sums_are_dispatched_only_where_they_apply(monkeypatch)
 
 def test_a_model_with_ngram_heads_trains_the_same_under_both_backends(monkeypatch):
     """Loss and every gradient of a Transformer with NGH^(1,2,3), compiled path against the PyTorch path."""
-    config = hf_icl.config_for("transformer", "tiny", vocab_size=20, ngram_heads=[{"layer": 1, "orders": [1, 2, 3]}])
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config)
-    input_ids = torch.randint(1, 6, (3, 40), generator=torch.Generator().manual_seed(0))  # 5 tokens: many matches
-    results = {}
-    for backend in ("numba", "torch"):
-        monkeypatch.setenv(SCAN_BACKEND_ENV, backend)
-        model.zero_grad(set_to_none=True)
-        loss = model(input_ids=input_ids, labels=input_ids).loss
-        loss.backward()
-        results[backend] = (loss.detach(), [p.grad.clone() for p in model.parameters()])
-    torch.testing.assert_close(results["numba"][0], results["torch"][0], atol=1e-6, rtol=1e-6)
-    for ours, oracle in zip(results["numba"][1], results["torch"][1]):
-        torch.testing.assert_close(ours, oracle, atol=1e-5, rtol=1e-4)
+    heads = [{"layer": 1, "orders": [1, 2, 3]}]
+    assert_model_agrees_under_both_backends(monkeypatch, "transformer", 1e-6, tokens=6, length=40, ngram_heads=heads)
 
 
 def test_unpadded_batch_and_hand_cases():
@@ -380,22 +369,7 @@ def test_save_load_and_remote_code_keep_ngram_blocks(tmp_path):
     with torch.no_grad():
         expected = model(input_ids, attention_mask=attention_mask).logits
         torch.testing.assert_close(loaded(input_ids, attention_mask=attention_mask).logits, expected, atol=0, rtol=0)
-        kwargs = dict(max_new_tokens=4, do_sample=False, pad_token_id=0, eos_token_id=None)
-        generated = model.generate(input_ids, attention_mask=attention_mask, **kwargs)
-    env = {"HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    args = [str(tmp_path / "ckpt"), json.dumps(input_ids.tolist()), json.dumps(attention_mask.tolist())]
-    result = subprocess.run(
-        [sys.executable, "-c", REMOTE_LOAD, *args],
-        capture_output=True,
-        text=True,
-        env={**env, "PATH": "/usr/bin:/bin"},
-        cwd=tmp_path,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    remote = json.loads(result.stdout.strip().splitlines()[-1])
-    assert remote["generated"] == generated.tolist()  # cached greedy decoding in the exported code
-    torch.testing.assert_close(torch.tensor(remote["logits"]), expected, atol=1e-6, rtol=0)
+    assert_remote_code_matches(model, tmp_path / "ckpt", input_ids, attention_mask)
 
 
 @pytest.mark.parametrize(

@@ -3,12 +3,10 @@ weights it adds, recurrent decoding ≡ the parallel form with left padding, map
 continuation), save/load and the remote-code round trip without hf_icl, and the one-line refusal elsewhere."""
 
 import json
-import subprocess
-import sys
 
 import pytest
 import torch
-from test_models import REMOTE_LOAD, step_by_step_logits
+from test_models import assert_remote_code_matches, step_by_step_logits
 from transformers import AutoModelForCausalLM
 
 import hf_icl
@@ -106,17 +104,7 @@ def test_save_load_and_remote_code_round_trip(tmp_path):
     with torch.no_grad():
         expected = model(input_ids, attention_mask=attention_mask).logits
         torch.testing.assert_close(loaded(input_ids, attention_mask=attention_mask).logits, expected, atol=0, rtol=0)
-        kwargs = dict(max_new_tokens=4, do_sample=False, pad_token_id=0, eos_token_id=None)
-        generated = model.generate(input_ids, attention_mask=attention_mask, **kwargs)
-    env = {"HF_MODULES_CACHE": str(tmp_path / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
-           "PATH": "/usr/bin:/bin"}  # fmt: skip
-    args = [str(tmp_path / "ckpt"), json.dumps(input_ids.tolist()), json.dumps(attention_mask.tolist())]
-    result = subprocess.run([sys.executable, "-c", REMOTE_LOAD, *args], capture_output=True, text=True, env=env,
-                            cwd=tmp_path, timeout=300)  # fmt: skip
-    assert result.returncode == 0, result.stderr[-3000:]
-    remote = json.loads(result.stdout.strip().splitlines()[-1])
-    assert remote["generated"] == generated.tolist()
-    torch.testing.assert_close(torch.tensor(remote["logits"]), expected, atol=1e-6, rtol=0)
+    assert_remote_code_matches(model, tmp_path / "ckpt", input_ids, attention_mask)
 
 
 def test_a_plain_rwkv7_checkpoint_ships_no_value_residual_code(tmp_path):
