@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every benchmark once, one after another, single-threaded, with short repeat settings, and writes each one's
+# Runs every benchmark once, one after another, single-threaded (training_throughput on two threads), with short repeat settings, and writes each one's
 # tables, command, machine facts and load average to docs/results/benchmarks/<name>.json (docs/benchmarks.md is
 # rendered from those files: `python benchmarks/render_docs.py`). On a shared machine the load average recorded in
 # each file says so; rerunning on an idle machine overwrites the files.
@@ -28,6 +28,8 @@ declare -A ARGS=(
   [cpu_kernels]="--rounds 5 --repeats 5"
   [zoo_step_cost]="--rounds 3 --repeats 3"
 )
+# Benchmarks timed on more threads than one: the quickstart step runs on two, as a bare `train.py` does.
+declare -A THREADS=([training_throughput]=2)
 ORDER=(ngram_baseline regbench_generation baum_welch ngram_head linear_attention_chunked gla_fast_forgetting
        mamba_training_step transformer_vs_gpt2 training_throughput regular_gpt_attention regression_training_step
        decode_per_token recurrent_mixers_chunked h3_short_form training_levers mamba_mixing_map cpu_kernels
@@ -37,5 +39,5 @@ for name in "${@:-${ORDER[@]}}"; do
   [[ -n "${ARGS[$name]+x}" ]] || { echo "unknown benchmark $name (one of: ${ORDER[*]})" >&2; exit 2; }
   echo "== $name" >&2
   # shellcheck disable=SC2086
-  python "benchmarks/$name.py" ${ARGS[$name]} --output "$OUT/$name.json"
+  OMP_NUM_THREADS=${THREADS[$name]:-1} python "benchmarks/$name.py" ${ARGS[$name]} --output "$OUT/$name.json"
 done
