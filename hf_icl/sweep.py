@@ -452,7 +452,7 @@ def run_search_command(spec: SweepSpec, args) -> int:
         print(f"search: {spec.search['trials']} trials of {json.dumps(spec.search['space'])}")
         print(f"base point:\n    {' '.join(point_command(spec, point))}")
         return 0
-    results = Search(spec).run()
+    results = Search(spec, sys.modules[__name__]).run()
     print(f"\ntrials: {spec.output_root}/trials.md; selected setting: {spec.output_root}/best.yaml")
     return 1 if any(r["returncode"] for r in results) else 0
 

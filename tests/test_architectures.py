@@ -42,9 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def readme_parameter_table() -> dict[str, tuple[int, ...]]:
     """`{architecture: (tiny, small, base)}` non-embedding counts from the README's architecture table."""
-    rows = re.findall(
-        r"^\| `(\w+)` \| [^|]+ \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \|", (ROOT / "README.md").read_text(), re.M
-    )
+    rows = re.findall(r"^\| `(\w+)` \| ([\d,]+) \| ([\d,]+) \| ([\d,]+) \|", (ROOT / "README.md").read_text(), re.M)
     return {arch: tuple(int(count.replace(",", "")) for count in counts) for arch, *counts in rows}
 
 

@@ -120,8 +120,29 @@ def test_the_guide_sweep_spec_example_is_valid(tmp_path):
     example = re.search(r"```yaml\n(output_root: .*?)```", guide, re.S).group(1)
     (tmp_path / "spec.yaml").write_text(example)
     spec = load_spec(tmp_path / "spec.yaml")
-    assert all(f"\n{key}:" in "\n" + example for key in SPEC_KEYS)
+    assert all(f"\n{key}:" in "\n" + example for key in SPEC_KEYS if key != "search")  # search excludes grid
     points = expand(spec)
     check_points(points)
     assert [p.name for p in points][-1] == "variant=mamba,seed=1"
     assert "position_embedding" not in points[-1].settings["overrides"]  # the variant's null dropped it
+
+
+def test_the_guide_search_spec_example_is_valid(monkeypatch):
+    """docs/guide.md's search example parses: its search section and every key of its space."""
+    import re
+    from pathlib import Path
+
+    from hf_icl.sweep import load_spec
+
+    root = Path(__file__).resolve().parents[1]
+    guide = (root / "docs" / "guide.md").read_text(encoding="utf-8")
+    example = next(m for m in re.findall(r"```yaml\n(output_root: .*?)```", guide, re.S) if "\nsearch:" in m)
+    monkeypatch.chdir(root)  # its config path is relative to the repository
+    spec_file = root / "outputs" / ".guide-search-spec.yaml"
+    spec_file.parent.mkdir(exist_ok=True)
+    spec_file.write_text(example)
+    try:
+        spec = load_spec(spec_file)
+    finally:
+        spec_file.unlink()
+    assert spec.search["trials"] == 12 and "variant" in spec.search["space"]

@@ -89,9 +89,9 @@ def test_a_pruned_trial_stops_early_as_a_finished_run(tmp_path, monkeypatch):
 def test_a_trial_cut_by_a_kill_is_resumed_under_its_number(tmp_path, monkeypatch):
     monkeypatch.setattr(search_module, "POLL_SECONDS", 0.2)
     spec = write_spec(tmp_path, {**SEARCH, "trials": 1})
-    from hf_icl.sweep import load_spec
+    from hf_icl import sweep
 
-    search = search_module.Search(load_spec(spec))
+    search = search_module.Search(sweep.load_spec(spec), sweep)
     trial = search.study.ask()  # a process that asked, then died before telling: the trial stays RUNNING
     search_module.suggest(trial, search.search)
     assert main([spec]) == 0

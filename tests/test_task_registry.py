@@ -138,7 +138,7 @@ def readme_task_names(text: str) -> list[str]:
     """The `backticked` names in the first column of the README table whose header's first cell is `task` (outside
     parentheses, which hold configs and settings)."""
     lines = text.splitlines()
-    start = next(i for i, line in enumerate(lines) if re.match(r"\|\s*task\s*\|", line))
+    start = next(i for i, line in enumerate(lines) if re.match(r"\|\s*tasks?\s*\|", line))
     names = []
     for line in lines[start + 2 :]:
         if not line.startswith("|"):

@@ -199,11 +199,11 @@ class Search:
 
     Args:
         spec: the sweep spec (`sweep.SweepSpec`) whose `search` is set.
+        sweep: the `hf_icl.sweep` module, whose point machinery trains the trials (passed in: it imports this
+            module, not the other way round).
     """
 
-    def __init__(self, spec):
-        from .. import sweep  # the sweep's point machinery (sweep imports this module lazily)
-
+    def __init__(self, spec, sweep):
         self.sweep, self.spec = sweep, spec
         self.search = parse_search(spec.search, sweep.check_key)
         self.root = Path(spec.output_root)
@@ -367,6 +367,6 @@ def trial_name(number: int) -> str:
     return f"trial-{number:03d}"
 
 
-def run_search(spec) -> list[dict]:
+def run_search(spec, sweep) -> list[dict]:
     """Run (or continue) the search of `spec` (a `sweep.SweepSpec` with `search`); one result per trial run here."""
-    return Search(spec).run()
+    return Search(spec, sweep).run()
