@@ -441,13 +441,13 @@ def dry_run(spec: SweepSpec) -> int:
 def run_search_command(spec: SweepSpec, args) -> int:
     """A spec with `search:` (`training.search`): its trials, one at a time in this process (a second process on
     the same spec adds a worker); `--dry-run` prints the base point's command and the space."""
-    from .training.search import Search
+    from .training.search import Search, base_point
 
     if args.launcher != "local" or args.jobs != 1:
         raise ValueError("argument --launcher/--jobs: a search runs its trials locally, one per sweep process; start "
                          "another `python -m hf_icl.sweep SPEC` process (or machine) to add a worker")  # fmt: skip
     if args.dry_run:
-        point = expand(SweepSpec(spec.output_root, spec.config, dict(spec.base)))[0]
+        point = base_point(spec, sys.modules[__name__])
         check_points([point])
         print(f"search: {spec.search['trials']} trials of {json.dumps(spec.search['space'])}")
         print(f"base point:\n    {' '.join(point_command(spec, point))}")

@@ -207,6 +207,14 @@ class Search:
         self.sweep, self.spec = sweep, spec
         self.search = parse_search(spec.search, sweep.check_key)
         self.root = Path(spec.output_root)
+        base = self.point({}, "check")
+        sweep.check_points([base])
+        eval_every, max_steps = base.settings.get("eval_every"), base.settings.get("max_steps")
+        if not eval_every or not max_steps or max_steps % eval_every:
+            raise ValueError(
+                f"search: base needs eval_every (the validation the trials report) and max_steps a multiple of it "
+                f"(got eval_every={eval_every!r}, max_steps={max_steps!r}), so every trial is scored at its last step"
+            )
         self.root.mkdir(parents=True, exist_ok=True)
         self.optuna = optuna = optuna_module()
         optuna.logging.set_verbosity(optuna.logging.WARNING)
@@ -221,21 +229,10 @@ class Search:
             sampler=optuna.samplers.TPESampler(seed=self.search.seed),
             pruner=build_pruner(optuna, self.search.pruner),
         )
-        base = self.point({}, "check")
-        sweep.check_points([base])
-        eval_every, max_steps = base.settings.get("eval_every"), base.settings.get("max_steps")
-        if not eval_every or not max_steps or max_steps % eval_every:
-            raise ValueError(
-                f"search: base needs eval_every (the validation the trials report) and max_steps a multiple of it "
-                f"(got eval_every={eval_every!r}, max_steps={max_steps!r}), so every trial is scored at its last step"
-            )
 
     def point(self, setting: dict, name: str):
         """The sweep point of a trial's `setting` (space key -> value), named `name`."""
-        values = self.sweep.expand(self.sweep.SweepSpec(self.spec.output_root, self.spec.config, dict(self.spec.base)))[
-            0
-        ]
-        arguments = values.arguments
+        arguments = base_point(self.spec, self.sweep).arguments
         for key, value in setting.items():
             chosen = self.search.space[key][value] if key == "variant" else value
             self.sweep.assign(arguments, key, chosen)
@@ -361,6 +358,11 @@ class Search:
             header = f"# Selected by the search in {self.root} (trial {best.number}); train.py --config reads it.\n"
             write_text_atomic(self.root / "best.yaml", header + yaml.safe_dump(arguments, sort_keys=False))
         write_text_atomic(self.root / "trials.md", "\n".join(lines) + "\n")
+
+
+def base_point(spec, sweep):
+    """The point that `config` and `base` alone give (what every trial starts from), named `run`."""
+    return sweep.expand(sweep.SweepSpec(spec.output_root, spec.config, dict(spec.base)))[0]
 
 
 def trial_name(number: int) -> str:
