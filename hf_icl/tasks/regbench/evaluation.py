@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from ...baselines.ngram import InContextNGram
 from ...evaluation.next_token import model_next_token_probs
-from .metrics import regbench_metrics
+from .metrics import metrics_against_truths, row_truths
 
 
 def evaluate_regbench(
@@ -36,17 +36,18 @@ def evaluate_regbench(
     rows = [dict(row) for row in rows]
     texts = [row["text"] for row in rows]
     results: dict = {"num_rows": len(rows), "num_positions": sum(len(t) - 1 for t in texts), "baselines": {}}
+    truths = row_truths(rows)  # (len(text) − 1, V) per row, shared by every predictor below
     if model is not None:
-        results["model"] = regbench_metrics(model_next_token_probs(model, tokenizer, texts, batch_size), rows)
+        results["model"] = metrics_against_truths(model_next_token_probs(model, tokenizer, texts, batch_size), truths)
     for variant, orders in (("paper", baseline_orders), ("normalized", normalized_orders)):
         for n in orders:
             baseline = InContextNGram(n, variant=variant)
             probs = [baseline.predict_proba(text) for text in texts]
-            results["baselines"][f"{n}-gram ({variant})"] = regbench_metrics(probs, rows)
+            results["baselines"][f"{n}-gram ({variant})"] = metrics_against_truths(probs, truths)
     for name, baseline in (extra_baselines or {}).items():
         if hasattr(baseline, "predict_proba_batch"):
             probs = baseline.predict_proba_batch(texts)
         else:
             probs = [baseline.predict_proba(text) for text in texts]
-        results["baselines"][name] = regbench_metrics(probs, rows)
+        results["baselines"][name] = metrics_against_truths(probs, truths)
     return results

@@ -38,7 +38,22 @@ def regbench_metrics(probs: Sequence[np.ndarray], rows: Sequence[Mapping]) -> di
         raise ValueError(f"len(probs)={len(probs)} does not match len(rows)={len(rows)}")
     if not len(rows):
         raise ValueError("rows is empty: the metric needs at least one row (it is undefined over no positions)")
-    truths = [_truth_of(i, row) for i, row in enumerate(rows)]
+    return metrics_against_truths(probs, row_truths(rows))
+
+
+def row_truths(rows: Sequence[Mapping]) -> list[np.ndarray]:
+    """The exact next-token distributions of every row (`next_token_truth`), a malformed row named as `rows[i]`.
+
+    An evaluator that scores several predictors on the same rows computes these once and calls
+    `metrics_against_truths` for each.
+    """
+    return [_truth_of(i, row) for i, row in enumerate(rows)]
+
+
+def metrics_against_truths(probs: Sequence[np.ndarray], truths: Sequence[np.ndarray]) -> dict[str, float]:
+    """`regbench_metrics` with the rows' truths given (`row_truths(rows)`), so they are not rebuilt per predictor."""
+    if len(probs) != len(truths):
+        raise ValueError(f"len(probs)={len(probs)} does not match len(rows)={len(truths)}")
     p = []
     for i, (x, truth) in enumerate(zip(probs, truths)):
         x = np.asarray(x, dtype=np.float64)
