@@ -13,15 +13,32 @@ from __future__ import annotations
 import torch
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
 
+from .ops.cpu_paths import compiled_backend
+
+try:
+    from .ops.rope_numba import NumbaRoPE
+except ImportError:  # numba is missing: `apply_rotary_pos_emb`
+    NumbaRoPE = None
+
 MASKED_SCHEMES = ("alibi", "hard_alibi")  # schemes that need an explicit (per-head) attention mask
 
 
 def rope_rotate(query, key, query_offset: int, base: float):
-    """Rotate `query` (B, H, T, D) at positions offset..offset+T−1 and `key` (B, H, T, D) at the same positions."""
+    """Rotate `query` (B, H, T, D) at positions offset..offset+T−1 and `key` (B, H, T, D) at the same positions.
+
+    Float32 CPU tensors take the compiled kernel of `ops.rope_numba` (the same bits, forward and backward) where
+    `HF_ICL_SCAN_BACKEND` allows it; everything else takes `transformers`' `apply_rotary_pos_emb`, its oracle.
+    """
     head_dim, length = query.shape[-1], query.shape[2]
     inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, device=query.device, dtype=torch.float32) / head_dim))
     positions = torch.arange(query_offset, query_offset + length, device=query.device, dtype=torch.float32)
     angles = torch.outer(positions, inv_freq)  # (T, D/2)
+    if (
+        query.dtype == key.dtype == torch.float32
+        and query.shape == key.shape
+        and compiled_backend(NumbaRoPE is not None, query, key) == "numba"
+    ):
+        return NumbaRoPE.apply(query, key, angles.cos(), angles.sin())
     emb = torch.cat([angles, angles], dim=-1)[None]  # (1, T, D)
     return apply_rotary_pos_emb(query, key, emb.cos().to(query.dtype), emb.sin().to(query.dtype))
 
