@@ -1,15 +1,16 @@
 """Old import paths kept for one release: each warns with `FutureWarning` and hands over what replaced it.
 
-Two shapes, both used as the whole body of the old module:
+Every old path named here is removed in the release after next (:data:`REMOVAL`). Three shapes:
 
-- :func:`alias_module`: the old module *is* the new one (``sys.modules`` points the old name at it), so every name,
-  private ones included, and every object identity stay as they were;
-- :func:`moved_names`: the old module's names now live in several modules; its ``__getattr__`` fetches each one
-  from where it moved, on first use.
-
-Modules that left a folder which must not name them any more (the skeleton `hf_icl.modeling` names no block
-feature) have no file at the old place: :data:`MOVED_MODULES` lists them, and a finder on `sys.meta_path`
-(:func:`install_moved_module_finder`, run by `import hf_icl`) makes each old name an :func:`alias_module`.
+- a moved module: an entry of :data:`MOVED_MODULES` (old module -> new module), with no file at the old place. A
+  finder on `sys.meta_path` (:func:`install_moved_module_finder`, the first thing `import hf_icl` does) imports the
+  old name as :func:`alias_module` of the new one: ``sys.modules`` points the old name at the new module, so every
+  name, private ones included, and every object identity stay as they were. An entry covers the old module's
+  submodules too (``old.sub`` is ``new.sub``), and ``python -m <old name>`` runs the new module's command;
+- a shim file whose whole body is :func:`alias_module`, the same alias written at the old place;
+- moved names: the old module stays (it keeps other names, or is a compatibility module such as
+  `hf_icl.tokenization`), and :func:`moved_names` is its ``__getattr__``, fetching each moved name from where it
+  now lives on first use.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import importlib.util
+import runpy
 import sys
 import warnings
 from collections.abc import Callable, Mapping
@@ -26,15 +28,16 @@ REMOVAL = "the release after next"
 
 
 def _warn(old: str, new: str) -> None:
-    # stacklevel 4: warn -> _warn -> alias_module/moved_names -> the old module's body -> the importing line (the
-    # import machinery's own frames are skipped by `warnings`)
+    # stacklevel 4: _warn <- alias_module <- the finder's `exec_module` (or moved_names <- the old module's body or
+    # `__getattr__`) <- the importing line (`warnings` skips the import machinery's own frames)
     warnings.warn(
         f"{old} is deprecated and will be removed in {REMOVAL}: import {new} instead", FutureWarning, stacklevel=4
     )
 
 
 def alias_module(old: str, new: str) -> ModuleType:
-    """Make module `old` an alias of module `new` (call it from `old`'s body with ``__name__``).
+    """Make module `old` an alias of module `new` (:class:`MovedModuleFinder` calls it when `old` is imported; a
+    shim file calls it from its body with ``__name__``).
 
     Args:
         old: the deprecated module's name (its ``__name__``; ``"__main__"`` leaves ``sys.modules`` alone).
@@ -78,23 +81,56 @@ MOVED_MODULES: dict[str, str] = {
     "hf_icl.mixers.ops.selective_scan_exp": "hf_icl.mixers.ops.numba_math",
     "hf_icl.training.run_lock": "hf_icl.run_locks",
 }
-"""Old module -> the module that replaced it, for modules moved without a shim file (removed in `REMOVAL`)."""
+"""Old module -> the module that replaced it (no file at the old place; removed in :data:`REMOVAL`). An entry
+covers the old module's submodules as well: ``old.sub`` is ``new.sub``."""
+
+
+def moved_to(name: str) -> str | None:
+    """The module that replaced module `name` (an entry of :data:`MOVED_MODULES`, or a submodule of one), or None."""
+    old, sub = name, ""
+    while old:
+        if old in MOVED_MODULES:
+            return MOVED_MODULES[old] + sub
+        old, dot, last = old.rpartition(".")
+        sub = dot + last + sub
+    return None
+
+
+def run_moved_module(old: str) -> None:
+    """``python -m <old>``: warn, then run the module that replaced `old` as ``__main__``."""
+    new = moved_to(old)
+    message = f"{old} is deprecated and will be removed in {REMOVAL}: run python -m {new} instead"
+    warnings.warn(message, FutureWarning, stacklevel=2)
+    runpy.run_module(new, run_name="__main__", alter_sys=True)
 
 
 class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Imports an old name of :data:`MOVED_MODULES` as :func:`alias_module` of its new module."""
+    """Imports an old name of :data:`MOVED_MODULES` (or a submodule of one) as :func:`alias_module` of its new
+    module, and gives ``python -m`` (`runpy`) the code that runs the new module."""
 
     def find_spec(self, fullname, path=None, target=None):
-        return importlib.util.spec_from_loader(fullname, self) if fullname in MOVED_MODULES else None
+        if not fullname.startswith("hf_icl."):
+            return None
+        new = moved_to(fullname)
+        if new is None or (fullname not in MOVED_MODULES and importlib.util.find_spec(new) is None):
+            return None  # not moved, or a submodule the new package does not have: the usual ModuleNotFoundError
+        return importlib.util.spec_from_loader(fullname, self)
 
     def create_module(self, spec):
         return None  # a plain module, which `exec_module` replaces in `sys.modules` by the new one
 
     def exec_module(self, module) -> None:
-        alias_module(module.__name__, MOVED_MODULES[module.__name__])
+        alias_module(module.__name__, moved_to(module.__name__))
+
+    def get_code(self, fullname):
+        """What ``python -m <old name>`` runs: :func:`run_moved_module`."""
+        source = f"from hf_icl.deprecation import run_moved_module\nrun_moved_module({fullname!r})\n"
+        return compile(source, f"<moved module {fullname}>", "exec")
 
 
 def install_moved_module_finder() -> None:
-    """Put one :class:`MovedModuleFinder` at the end of `sys.meta_path` (after the finders of real files)."""
+    """Put one :class:`MovedModuleFinder` first on `sys.meta_path`: an old name has no file, but a submodule of an old
+    package would otherwise be found by the path finder in the new package's folder and imported a second time,
+    under the old name."""
     if not any(isinstance(finder, MovedModuleFinder) for finder in sys.meta_path):
-        sys.meta_path.append(MovedModuleFinder())
+        sys.meta_path.insert(0, MovedModuleFinder())
