@@ -12,10 +12,10 @@ Extending: `register_mixer` (a token mixer and the config fields it reads), `reg
 and its model shells), `register_family` (a family of tasks); `docs/architecture.md` has the recipes.
 """
 
-from . import numba_vectors  # noqa: F401  (first, before any numba import: 512-bit SIMD on AVX-512 hosts)
-from .deprecation import install_moved_module_finder
+from .utils import numba_vectors as _numba_vectors  # noqa: F401  (first, before any numba import: 512-bit SIMD)
+from .utils.deprecation import install_moved_module_finder
 
-install_moved_module_finder()  # before anything could import an old module path (`deprecation.MOVED_MODULES`)
+install_moved_module_finder()  # before anything could import an old module path (`utils.deprecation.MOVED_MODULES`)
 
 from .api import Run  # noqa: E402
 from .architectures import ARCHITECTURES, config_for, list_architectures, register_architecture  # noqa: E402

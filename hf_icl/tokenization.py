@@ -3,7 +3,7 @@
 below still resolve, with a `FutureWarning`, until the release after next.
 """
 
-from .deprecation import moved_names
+from .utils.deprecation import moved_names
 
 _REGBENCH = "hf_icl.tasks.regbench.tokenizer"
 _FORMAL = "hf_icl.tasks.formal_language.tokenizer"

@@ -10,9 +10,9 @@ import sys
 
 import pytest
 
-from hf_icl.deprecation import MOVED_MODULES as MOVED_WITHOUT_FILE
 from hf_icl.export import export_targets
 from hf_icl.tasks import FAMILIES
+from hf_icl.utils.deprecation import MOVED_MODULES as MOVED_WITHOUT_FILE
 
 MOVED_MODULES = {
     "hf_icl.tasks.copying": "hf_icl.tasks.generation.copying",

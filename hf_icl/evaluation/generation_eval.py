@@ -3,7 +3,7 @@
 ``python -m hf_icl.evaluation.generation_eval RUN/metrics.json ...`` still runs its table command.
 """
 
-from ..deprecation import alias_module
+from ..utils.deprecation import alias_module
 
 _module = alias_module(__name__, "hf_icl.tasks.generation.evaluation")
 

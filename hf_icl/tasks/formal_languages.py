@@ -1,5 +1,5 @@
 """Deprecated alias of :mod:`hf_icl.tasks.formal_language.languages` (removed in the release after next)."""
 
-from ..deprecation import alias_module
+from ..utils.deprecation import alias_module
 
 alias_module(__name__, "hf_icl.tasks.formal_language.languages")

@@ -79,7 +79,18 @@ MOVED_MODULES: dict[str, str] = {
     "hf_icl.modeling.slowfast": "hf_icl.block_features.slowfast.slowfast_block",
     "hf_icl.modeling.slow_features": "hf_icl.block_features.slowfast.slow_features",
     "hf_icl.mixers.ops.selective_scan_exp": "hf_icl.mixers.ops.numba_math",
-    "hf_icl.training.run_lock": "hf_icl.run_locks",
+    "hf_icl.training.run_lock": "hf_icl.utils.run_locks",
+    # the root's shared helpers, now in `hf_icl.utils`, and its generated pages, now in `hf_icl.pages`
+    "hf_icl.atomic_files": "hf_icl.utils.atomic_files",
+    "hf_icl.callable_modules": "hf_icl.utils.callable_modules",
+    "hf_icl.deprecation": "hf_icl.utils.deprecation",
+    "hf_icl.numba_vectors": "hf_icl.utils.numba_vectors",
+    "hf_icl.option_help": "hf_icl.utils.option_help",
+    "hf_icl.run_locks": "hf_icl.utils.run_locks",
+    "hf_icl.strict_yaml": "hf_icl.utils.strict_yaml",
+    "hf_icl.validation": "hf_icl.utils.validation",
+    "hf_icl.registry_tables": "hf_icl.pages.registry_tables",
+    "hf_icl.tasks_page": "hf_icl.pages.tasks_page",
 }
 """Old module -> the module that replaced it (no file at the old place; removed in :data:`REMOVAL`). An entry
 covers the old module's submodules as well: ``old.sub`` is ``new.sub``."""
@@ -124,7 +135,7 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def get_code(self, fullname):
         """What ``python -m <old name>`` runs: :func:`run_moved_module`."""
-        source = f"from hf_icl.deprecation import run_moved_module\nrun_moved_module({fullname!r})\n"
+        source = f"from hf_icl.utils.deprecation import run_moved_module\nrun_moved_module({fullname!r})\n"
         return compile(source, f"<moved module {fullname}>", "exec")
 
 
