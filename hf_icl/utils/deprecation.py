@@ -1,14 +1,14 @@
 """Old import paths kept for one release: each warns with `FutureWarning` and hands over what replaced it.
 
-Every old path named here is removed in the release after next (:data:`REMOVAL`). Three shapes:
+Every old path named here is removed in the release after next (:data:`REMOVAL`). Two shapes:
 
 - a moved module: an entry of :data:`MOVED_MODULES` (old module -> new module), with no file at the old place. A
   finder on `sys.meta_path` (:func:`install_moved_module_finder`, the first thing `import hf_icl` does) imports the
   old name as :func:`alias_module` of the new one: ``sys.modules`` points the old name at the new module, so every
   name, private ones included, and every object identity stay as they were. An entry covers the old module's
-  submodules too (``old.sub`` is ``new.sub``), and ``python -m <old name>`` runs the new module's command;
-- a shim file whose whole body is :func:`alias_module`, the same alias written at the old place;
-- moved names: the old module stays (it keeps other names, or is a compatibility module such as
+  submodules too (``hf_icl.models.<arch>`` is ``hf_icl.architectures.<arch>``), and ``python -m <old name>`` runs
+  the new module's command;
+- moved names: the old module stays (it keeps other names, or is the one compatibility module,
   `hf_icl.tokenization`), and :func:`moved_names` is its ``__getattr__``, fetching each moved name from where it
   now lives on first use.
 """
@@ -36,11 +36,10 @@ def _warn(old: str, new: str) -> None:
 
 
 def alias_module(old: str, new: str) -> ModuleType:
-    """Make module `old` an alias of module `new` (:class:`MovedModuleFinder` calls it when `old` is imported; a
-    shim file calls it from its body with ``__name__``).
+    """Make module `old` an alias of module `new` (:class:`MovedModuleFinder` calls it when `old` is imported).
 
     Args:
-        old: the deprecated module's name (its ``__name__``; ``"__main__"`` leaves ``sys.modules`` alone).
+        old: the deprecated module's name.
         new: the module that replaced it.
 
     Returns:
@@ -48,8 +47,7 @@ def alias_module(old: str, new: str) -> ModuleType:
     """
     _warn(old, new)
     module = importlib.import_module(new)
-    if old != "__main__":
-        sys.modules[old] = module
+    sys.modules[old] = module
     return module
 
 
@@ -75,11 +73,6 @@ def moved_names(old: str, names: Mapping[str, str], instead: str | None = None) 
 
 
 MOVED_MODULES: dict[str, str] = {
-    "hf_icl.modeling.ngram_blocks": "hf_icl.block_features.ngram_heads",
-    "hf_icl.modeling.slowfast": "hf_icl.block_features.slowfast.slowfast_block",
-    "hf_icl.modeling.slow_features": "hf_icl.block_features.slowfast.slow_features",
-    "hf_icl.mixers.ops.selective_scan_exp": "hf_icl.mixers.ops.numba_math",
-    "hf_icl.training.run_lock": "hf_icl.utils.run_locks",
     # the root's shared helpers, now in `hf_icl.utils`, and its generated pages, now in `hf_icl.pages`
     "hf_icl.atomic_files": "hf_icl.utils.atomic_files",
     "hf_icl.callable_modules": "hf_icl.utils.callable_modules",
@@ -91,6 +84,30 @@ MOVED_MODULES: dict[str, str] = {
     "hf_icl.validation": "hf_icl.utils.validation",
     "hf_icl.registry_tables": "hf_icl.pages.registry_tables",
     "hf_icl.tasks_page": "hf_icl.pages.tasks_page",
+    "hf_icl.training.run_lock": "hf_icl.utils.run_locks",
+    # the architecture zoo's former name (its submodules too: `hf_icl.models.<arch>`)
+    "hf_icl.models": "hf_icl.architectures",
+    # the modules the family folders replaced
+    "hf_icl.tasks.copying": "hf_icl.tasks.generation.copying",
+    "hf_icl.tasks.copying_sampling": "hf_icl.tasks.generation.copying_sampling",
+    "hf_icl.tasks.phonebook": "hf_icl.tasks.generation.phonebook",
+    "hf_icl.tasks.recall": "hf_icl.tasks.generation.recall",
+    "hf_icl.tasks.generative": "hf_icl.tasks.generation.generative",
+    "hf_icl.tasks.regbench_sampling": "hf_icl.tasks.regbench.sampling",
+    "hf_icl.tasks.formal_languages": "hf_icl.tasks.formal_language.languages",
+    "hf_icl.tasks.regular_languages": "hf_icl.tasks.formal_language.regular_languages",
+    "hf_icl.tasks.function_class_data": "hf_icl.tasks.function_classes.function_class_data",
+    "hf_icl.evaluation.regbench_eval": "hf_icl.tasks.regbench.evaluation",
+    "hf_icl.evaluation.generation_eval": "hf_icl.tasks.generation.evaluation",
+    "hf_icl.evaluation.in_context_regression": "hf_icl.tasks.function_classes.evaluation",
+    "hf_icl.evaluation.icl_arithmetic_eval": "hf_icl.tasks.icl_arithmetic.evaluation",
+    "hf_icl.evaluation.text_lm_eval": "hf_icl.tasks.text_lm.evaluation",
+    "hf_icl.evaluation.text_mixture_eval": "hf_icl.tasks.text_mixture.evaluation",
+    # units that left the skeleton `hf_icl.modeling`, which names no block feature
+    "hf_icl.modeling.ngram_blocks": "hf_icl.block_features.ngram_heads",
+    "hf_icl.modeling.slowfast": "hf_icl.block_features.slowfast.slowfast_block",
+    "hf_icl.modeling.slow_features": "hf_icl.block_features.slowfast.slow_features",
+    "hf_icl.mixers.ops.selective_scan_exp": "hf_icl.mixers.ops.numba_math",
 }
 """Old module -> the module that replaced it (no file at the old place; removed in :data:`REMOVAL`). An entry
 covers the old module's submodules as well: ``old.sub`` is ``new.sub``."""
