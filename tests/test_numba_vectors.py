@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from hf_icl import numba_vectors
+from hf_icl.utils import numba_vectors
 
 numba_config = pytest.importorskip("numba.core.config")
 numba_registry = pytest.importorskip("numba.core.registry")
