@@ -14,7 +14,7 @@ import pytest
 from hf_icl.architectures import ARCHITECTURES
 from hf_icl.export import export_targets
 from hf_icl.tasks import FAMILIES
-from hf_icl.utils.deprecation import MOVED_MODULES
+from hf_icl.utils.deprecation import MOVED_MODULES, MOVED_NAMES
 
 PACKAGE = Path(__file__).resolve().parents[1] / "hf_icl"
 ROOT_HELPERS = ("atomic_files", "callable_modules", "deprecation", "numba_vectors", "option_help", "run_locks",
@@ -51,9 +51,10 @@ def test_every_old_path_of_this_release_is_listed_and_has_no_file():
         path = PACKAGE.parent.joinpath(*old.split("."))
         assert not path.with_suffix(".py").exists() and not path.is_dir(), f"{old} still has a file"
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == [
-        "__init__.py", "api.py", "cli.py", "evaluate.py", "export.py", "plugins.py", "sweep.py", "tokenization.py",
-        "train.py",
+        "__init__.py", "api.py", "cli.py", "evaluate.py", "export.py", "plugins.py", "sweep.py", "train.py",
     ]  # fmt: skip
+    assert list(MOVED_NAMES) == ["hf_icl.tokenization"]  # a module of moved names has no file either
+    assert not PACKAGE.joinpath("tokenization.py").exists()
 
 
 @pytest.mark.parametrize("old", sorted(MOVED_MODULES))

@@ -8,9 +8,10 @@ Every old path named here is removed in the release after next (:data:`REMOVAL`)
   name, private ones included, and every object identity stay as they were. An entry covers the old module's
   submodules too (``hf_icl.models.<arch>`` is ``hf_icl.architectures.<arch>``), and ``python -m <old name>`` runs
   the new module's command;
-- moved names: the old module stays (it keeps other names, or is the one compatibility module,
-  `hf_icl.tokenization`), and :func:`moved_names` is its ``__getattr__``, fetching each moved name from where it
-  now lives on first use.
+- moved names: :func:`moved_names` is a module's ``__getattr__``, fetching each moved name from where it now lives on
+  first use. A module that keeps other names calls it in its body (`hf_icl.tasks`, `hf_icl.evaluation.metrics`); a
+  module left with no name of its own has no file, but an entry of :data:`MOVED_NAMES` (`hf_icl.tokenization`),
+  which the same finder imports as a module whose ``__getattr__`` is :func:`moved_names`.
 """
 
 from __future__ import annotations
@@ -113,6 +114,47 @@ MOVED_MODULES: dict[str, str] = {
 covers the old module's submodules as well: ``old.sub`` is ``new.sub``."""
 
 
+# `hf_icl.tokenization` (the tokenizers' former home): each name now lives in its family's folder.
+_REGBENCH = "hf_icl.tasks.regbench.tokenizer"
+_FORMAL = "hf_icl.tasks.formal_language.tokenizer"
+_GENERATION = "hf_icl.tasks.generation.tokenizers"
+_TOKENIZATION_NAMES = {
+    "char_tokenizer": "hf_icl.tasks.char_tokenizer",
+    "REGBENCH_SYMBOLS": _REGBENCH,
+    "regbench_tokenizer": _REGBENCH,
+    "FORMAL_LANGUAGE_SYMBOLS": _FORMAL,
+    "formal_language_tokenizer": _FORMAL,
+    **dict.fromkeys(
+        (
+            "COPY_BOS",
+            "COPY_SEP",
+            "COPY_EOS",
+            "COPY_PAD",
+            "COPY_SYMBOLS",
+            "PHONEBOOK_SYMBOLS",
+            "ASSOCIATIVE_RECALL_SYMBOLS",
+            "MQAR_FIRST_CODE_POINT",
+            "MQAR_MAX_VOCAB",
+            "copy_tokenizer",
+            "phonebook_tokenizer",
+            "associative_recall_tokenizer",
+            "mqar_symbols",
+            "mqar_tokenizer",
+        ),
+        _GENERATION,
+    ),  # fmt: skip
+    "ICL_ARITHMETIC_SYMBOLS": "hf_icl.tasks.icl_arithmetic.tokenizer",
+    "icl_arithmetic_tokenizer": "hf_icl.tasks.icl_arithmetic.tokenizer",
+    "TEXT_SYMBOLS": "hf_icl.tasks.text_mixture.tokenizer",
+    "text_tokenizer": "hf_icl.tasks.text_mixture.tokenizer",
+}
+
+MOVED_NAMES: dict[str, tuple[dict[str, str], str]] = {
+    "hf_icl.tokenization": (_TOKENIZATION_NAMES, "each name from its family's folder, hf_icl.tasks.<family>"),
+}
+"""Old module with no file -> (its names -> the module that now defines each, what the warning says to import)."""
+
+
 def moved_to(name: str) -> str | None:
     """The module that replaced module `name` (an entry of :data:`MOVED_MODULES`, or a submodule of one), or None."""
     old, sub = name, ""
@@ -139,6 +181,8 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname, path=None, target=None):
         if not fullname.startswith("hf_icl."):
             return None
+        if fullname in MOVED_NAMES:
+            return importlib.util.spec_from_loader(fullname, self)
         new = moved_to(fullname)
         if new is None or (fullname not in MOVED_MODULES and importlib.util.find_spec(new) is None):
             return None  # not moved, or a submodule the new package does not have: the usual ModuleNotFoundError
@@ -148,6 +192,11 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None  # a plain module, which `exec_module` replaces in `sys.modules` by the new one
 
     def exec_module(self, module) -> None:
+        if module.__name__ in MOVED_NAMES:  # a module of moved names: its `__getattr__` fetches each one
+            names, instead = MOVED_NAMES[module.__name__]
+            module.__getattr__ = moved_names(module.__name__, names, instead)
+            module.__all__ = sorted(names)
+            return
         alias_module(module.__name__, moved_to(module.__name__))
 
     def get_code(self, fullname):
