@@ -70,7 +70,7 @@ def peak_memory_mib(setup: str, call: str) -> float:
 
 
 def numba_wide_vectors() -> bool | None:
-    """Whether numba compiles for 512-bit vectors in this process (`hf_icl.numba_vectors`); None without numba."""
+    """Whether numba compiles for 512-bit vectors in this process (`hf_icl.utils.numba_vectors`); None without numba."""
     try:
         from numba.core import config
     except ImportError:

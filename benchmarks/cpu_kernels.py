@@ -1,7 +1,7 @@
 """The three kernel-level changes behind issue 30's short-sequence numbers, each against the form it replaced, side by
 side in one run:
 
-1. **512-bit vectors for numba** (`hf_icl/numba_vectors.py`): the compiled selective scan at Mamba `tiny`'s T = 82
+1. **512-bit vectors for numba** (`hf_icl/utils/numba_vectors.py`): the compiled selective scan at Mamba `tiny`'s T = 82
    shape (B = 64, D = 128, N = 16), forward and forward + backward, compiled with the wide vectors (hf_icl's
    default on AVX-512 hosts) against numba's own default (`NUMBA_CPU_FEATURES=""`: LLVM's tuning, 256-bit on Intel
    server cores). The setting is fixed per process at numba's first compilation, so each side runs in its own child

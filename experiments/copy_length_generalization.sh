@@ -49,5 +49,5 @@ for name in ${MODELS:-transformer_hard_alibi transformer_nope transformer_rope m
   fi
   DONE+=("$OUT/$name/metrics.json")
 done
-python -m hf_icl.evaluation.generation_eval "${DONE[@]}" --plot "$OUT/copy_length_generalization.png" \
+python -m hf_icl.tasks.generation.evaluation "${DONE[@]}" --plot "$OUT/copy_length_generalization.png" \
   | tee "$OUT/summary.md"

@@ -23,8 +23,8 @@ import torch  # noqa: E402
 from transformers import AutoModelForCausalLM  # noqa: E402
 
 import hf_icl  # noqa: E402, F401  (registers the architectures)
-from hf_icl.atomic_files import atomic_path, write_json_atomic, write_text_atomic  # noqa: E402
 from hf_icl.modeling.states import state_size_report  # noqa: E402
+from hf_icl.utils.atomic_files import atomic_path, write_json_atomic, write_text_atomic  # noqa: E402
 
 
 def collect(root: Path) -> list[dict]:

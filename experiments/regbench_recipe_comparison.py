@@ -28,13 +28,13 @@ import torch
 from transformers import AutoModelForCausalLM, GPT2Config, GPT2LMHeadModel
 
 import hf_icl
-from hf_icl.atomic_files import write_json_atomic
-from hf_icl.evaluation.regbench_eval import evaluate_regbench
 from hf_icl.tasks.lm_data import pad_collate
-from hf_icl.tokenization import regbench_tokenizer
+from hf_icl.tasks.regbench import regbench_tokenizer
+from hf_icl.tasks.regbench.evaluation import evaluate_regbench
 from hf_icl.training import main as train_main
 from hf_icl.training.arguments import parse_args
 from hf_icl.training.checkpoints import saved_run_config
+from hf_icl.utils.atomic_files import write_json_atomic
 
 SIZE = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=2)
 

@@ -12,13 +12,16 @@ Extending: `register_mixer` (a token mixer and the config fields it reads), `reg
 and its model shells), `register_family` (a family of tasks); `docs/architecture.md` has the recipes.
 """
 
-from . import numba_vectors  # noqa: F401  (first, before any numba import: 512-bit SIMD on AVX-512 hosts)
-from .api import Run
-from .architectures import ARCHITECTURES, config_for, list_architectures, register_architecture
-from .architectures.auto import AutoModelForInContextRegression
-from .deprecation import install_moved_module_finder
-from .mixers import register_mixer
-from .tasks import list_tasks, load_task, load_tokenizer, register_family
+from .utils import numba_vectors as _numba_vectors  # noqa: F401  (first, before any numba import: 512-bit SIMD)
+from .utils.deprecation import install_moved_module_finder
+
+install_moved_module_finder()  # before anything could import an old module path (`utils.deprecation.MOVED_MODULES`)
+
+from .api import Run  # noqa: E402
+from .architectures import ARCHITECTURES, config_for, list_architectures, register_architecture  # noqa: E402
+from .architectures.auto import AutoModelForInContextRegression  # noqa: E402
+from .mixers import register_mixer  # noqa: E402
+from .tasks import list_tasks, load_task, load_tokenizer, register_family  # noqa: E402
 
 __all__ = [
     "ARCHITECTURES",
@@ -49,8 +52,6 @@ def __getattr__(name: str):
 
 
 __version__ = "0.1.0"
-
-install_moved_module_finder()  # old module paths without a file (`deprecation.MOVED_MODULES`)
 
 from .plugins import load_installed_plugins, process_describes_only  # noqa: E402  (after the registries exist)
 

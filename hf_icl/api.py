@@ -5,7 +5,7 @@ Each keyword is the command's option under its `RunArguments` (or parser) name (
 `overrides={"hidden_size": 32}` is `--override hidden_size=32`), turned into the command line the command parses,
 so a call is checked exactly as the command is and a bad value raises `ValueError` with the command's one line.
 The names `train`, `evaluate` and `sweep` are also the modules of `python -m hf_icl.<name>`; those modules are
-callable (:mod:`hf_icl.callable_modules`), so `hf_icl.train(...)` works however they were imported.
+callable (:mod:`hf_icl.utils.callable_modules`), so `hf_icl.train(...)` works however they were imported.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ def sweep(spec: str | Path | dict, launcher: str = "local", jobs: int = 1, rerun
     """
     from . import sweep as sweeps
     from .plugins import import_plugins
-    from .validation import check_limits, naming
+    from .utils.validation import check_limits, naming
 
     check_limits(argparse.Namespace(jobs=jobs), sweeps.SWEEP_LIMITS)
     with naming("--launcher"):

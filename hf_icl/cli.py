@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .validation import CommandLineParser, renamed_programs
+from .utils.validation import CommandLineParser, renamed_programs
 
 
 @dataclass(frozen=True)

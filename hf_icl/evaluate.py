@@ -17,6 +17,6 @@ from .evaluation.__main__ import (  # noqa: F401  (the command's names, as befor
 if __name__ == "__main__":
     sys.exit(0 if main() else 1)
 else:
-    from .callable_modules import callable_module
+    from .utils.callable_modules import callable_module
 
     callable_module(__name__, "hf_icl.api:evaluate")  # `hf_icl.evaluate(checkpoint, task, ...)`: the Python API

@@ -20,7 +20,7 @@ from pathlib import Path
 from .hub.dataset_export import DatasetExport
 from .plugins import add_import_argument, has_pending, load_pending, preload, without_imports
 from .tasks import FAMILIES
-from .validation import CommandLineParser
+from .utils.validation import CommandLineParser
 
 PROG = "python -m hf_icl.export"
 

@@ -138,7 +138,7 @@ def without_imports(argv: list[str]) -> list[str]:
 def _config_imports(path: Path) -> list[str]:
     import yaml
 
-    from .strict_yaml import read_yaml
+    from .utils.strict_yaml import read_yaml
 
     try:
         values = read_yaml(path.read_text(encoding="utf-8"))

@@ -41,7 +41,7 @@ schedule recomputed for the new length, never warming up again (`train.py --resu
 
 Several sweep processes may work on one spec at once (a second `--jobs 1` process adds a worker; machines that
 share the output folder each run one): a point is claimed by `<output_root>/<name>.lock` while it trains, and the
-others skip it. A lock left by a dead process of the same host is taken over; see `run_locks.py`.
+others skip it. A lock left by a dead process of the same host is taken over; see `utils/run_locks.py`.
 
 The default launcher runs the points on this machine, `--jobs` at a time (default 1: one after another; give each
 point `threads: 1` when jobs > 1); `ray` and `submitit` (SLURM and others; the engine under Hydra's submitit launcher)
@@ -68,7 +68,6 @@ import yaml
 
 from .block_features.feature_registry import feature_options, parse_feature_option
 from .plugins import add_import_argument, describing, has_pending, load_pending, preload
-from .run_locks import claimed
 from .training.arguments import (
     RunArguments,
     load_yaml_config,
@@ -77,7 +76,8 @@ from .training.arguments import (
     setting_differences,
 )
 from .training.checkpoints import latest_checkpoint, saved_run_config
-from .validation import POSITIVE_INT, CommandLineParser, check_field_values, check_limits, naming
+from .utils.run_locks import claimed
+from .utils.validation import POSITIVE_INT, CommandLineParser, check_field_values, check_limits, naming
 
 SPEC_KEYS = ("output_root", "config", "base", "grid", "search", "accelerate", "launcher")
 LAUNCHERS = ("local", "ray", "submitit")
@@ -511,6 +511,6 @@ def main(argv: list[str] | None = None) -> int:
 if __name__ == "__main__":
     sys.exit(main())
 else:
-    from .callable_modules import callable_module
+    from .utils.callable_modules import callable_module
 
     callable_module(__name__, "hf_icl.api:sweep")  # `hf_icl.sweep(spec, ...)`: the Python API (hf_icl.api)

@@ -4,8 +4,8 @@ Same arguments and behaviour as the repository's `train.py`; sweeps (`python -m 
 way, so they work wherever hf_icl is installed. As a function, `hf_icl.train(**options)` is :func:`hf_icl.api.train`.
 """
 
-from hf_icl.callable_modules import callable_module
 from hf_icl.training import main
+from hf_icl.utils.callable_modules import callable_module
 
 if __name__ == "__main__":
     main()

@@ -46,7 +46,7 @@ from hf_icl.architectures import ARCHITECTURES
 from hf_icl.tasks import family_of, task_entry
 from hf_icl.training import main as train_main
 from hf_icl.training.arguments import RUN_LIMITS, RunArguments, build_parser, flag_of_field
-from hf_icl.validation import Limit, field_types, flag_of
+from hf_icl.utils.validation import Limit, field_types, flag_of
 
 WORK = Path(tempfile.mkdtemp(prefix="hf_icl_cli_fuzz_"))
 A_FILE = WORK / "a_file.txt"

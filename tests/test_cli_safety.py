@@ -21,10 +21,10 @@ from safetensors.torch import load_file
 
 import hf_icl.evaluate
 import hf_icl.export
-from hf_icl.atomic_files import write_json_atomic
 from hf_icl.training import main as train_main
 from hf_icl.training.checkpoints import RUN_MARKER, run_outputs
 from hf_icl.training.launch import requested_processes, single_process_launch_warning
+from hf_icl.utils.atomic_files import write_json_atomic
 
 SMALL_TASK = ["--n-train", "100", "--task-option", "n_test=24", "--task-option", "n_validation=8"]
 TINY_RUN = [

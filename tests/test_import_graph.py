@@ -11,8 +11,9 @@ Importing `a.b.c` runs the packages `a` and `a.b` first, so an edge goes to each
 packages that hold A itself (they are already running when A is imported). `from P import x` where `P.x` is a module
 imports that module. A package that imports its subpackages by listing its own folder (`pkgutil.iter_modules`, as
 `hf_icl.tasks` does with its family folders) has an edge to each of them. `importlib.import_module` calls are not
-followed: they are the lazy aliases of moved names (:mod:`hf_icl.deprecation`, `hf_icl.evaluation.regbench_metrics`),
-which point down the layers from an old place and are imported by nothing in the package.
+followed: they are the lazy aliases of moved names (:mod:`hf_icl.utils.deprecation`,
+`hf_icl.evaluation.regbench_metrics`), which point down the layers from an old place and are imported by nothing in
+the package.
 """
 
 from __future__ import annotations

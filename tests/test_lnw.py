@@ -16,7 +16,7 @@ from hf_icl.baselines import LearnedNgramReweighting
 from hf_icl.baselines.lnw import VARIANTS, featurise, mean_loss, ngram_features, train_lnw
 from hf_icl.tasks import task_builder
 from hf_icl.tasks.regbench import REGBENCH_VOCAB, next_token_truth
-from hf_icl.validation import CommandLineParser
+from hf_icl.utils.validation import CommandLineParser
 
 
 def vec(entries: dict[str, float]) -> list[float]:

@@ -1,20 +1,29 @@
-"""Old import paths of the modules the family folders replaced keep working for one release, each with a
-`FutureWarning`, and give the very objects of the new place; the stable names (DESIGN §2.5) and the exporter's
-targets come from the registry."""
+"""Old import paths (the root's former helpers and pages, `hf_icl.models`, the modules the family folders replaced)
+keep working for one release, each with a `FutureWarning`, and give the very objects of the new place; the package
+root holds the entry points only; the stable names (DESIGN §2.5) and the exporter's targets come from the registry."""
 
 from __future__ import annotations
 
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from hf_icl.deprecation import MOVED_MODULES as MOVED_WITHOUT_FILE
+from hf_icl.architectures import ARCHITECTURES
 from hf_icl.export import export_targets
 from hf_icl.tasks import FAMILIES
+from hf_icl.utils.deprecation import MOVED_MODULES, MOVED_NAMES
 
-MOVED_MODULES = {
+PACKAGE = Path(__file__).resolve().parents[1] / "hf_icl"
+ROOT_HELPERS = ("atomic_files", "callable_modules", "deprecation", "numba_vectors", "option_help", "run_locks",
+                "strict_yaml", "validation")  # fmt: skip
+EXPECTED = {
+    **{f"hf_icl.{name}": f"hf_icl.utils.{name}" for name in ROOT_HELPERS},
+    "hf_icl.registry_tables": "hf_icl.pages.registry_tables",
+    "hf_icl.tasks_page": "hf_icl.pages.tasks_page",
+    "hf_icl.models": "hf_icl.architectures",
     "hf_icl.tasks.copying": "hf_icl.tasks.generation.copying",
     "hf_icl.tasks.copying_sampling": "hf_icl.tasks.generation.copying_sampling",
     "hf_icl.tasks.phonebook": "hf_icl.tasks.generation.phonebook",
@@ -30,9 +39,22 @@ MOVED_MODULES = {
     "hf_icl.evaluation.icl_arithmetic_eval": "hf_icl.tasks.icl_arithmetic.evaluation",
     "hf_icl.evaluation.text_lm_eval": "hf_icl.tasks.text_lm.evaluation",
     "hf_icl.evaluation.text_mixture_eval": "hf_icl.tasks.text_mixture.evaluation",
-    **MOVED_WITHOUT_FILE,
+    "hf_icl.training.run_lock": "hf_icl.utils.run_locks",
 }
-"""Modules of the release before the family folders -> the module that replaced them."""
+"""Old module paths that must keep working for one release -> the module that replaced them (all in MOVED_MODULES,
+so the parametrised test below cannot run on an empty list)."""
+
+
+def test_every_old_path_of_this_release_is_listed_and_has_no_file():
+    assert {old: MOVED_MODULES.get(old) for old in EXPECTED} == EXPECTED
+    for old in MOVED_MODULES:  # an alias is a table entry, never a shim file beside the real module
+        path = PACKAGE.parent.joinpath(*old.split("."))
+        assert not path.with_suffix(".py").exists() and not path.is_dir(), f"{old} still has a file"
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == [
+        "__init__.py", "api.py", "cli.py", "evaluate.py", "export.py", "plugins.py", "sweep.py", "train.py",
+    ]  # fmt: skip
+    assert list(MOVED_NAMES) == ["hf_icl.tokenization"]  # a module of moved names has no file either
+    assert not PACKAGE.joinpath("tokenization.py").exists()
 
 
 @pytest.mark.parametrize("old", sorted(MOVED_MODULES))
@@ -41,6 +63,29 @@ def test_an_old_module_path_is_the_new_module_with_a_warning(old, monkeypatch):
     with pytest.warns(FutureWarning, match=f"{old} is deprecated .* import {MOVED_MODULES[old]} instead"):
         module = importlib.import_module(old)
     assert module is importlib.import_module(MOVED_MODULES[old])
+
+
+@pytest.mark.parametrize("architecture", sorted(ARCHITECTURES))
+def test_the_old_zoo_name_aliases_each_architecture_module(architecture, monkeypatch):
+    """`hf_icl.models.<arch>` and its modules are those of `hf_icl.architectures.<arch>` (not second copies that the
+    path finder would load from the same folder under the old name)."""
+    config_class = ARCHITECTURES[architecture].config_class
+    config_module = config_class.__module__  # hf_icl.architectures.<arch>.configuration_<arch>
+    package = config_module.rpartition(".")[0]
+    assert package.startswith("hf_icl.architectures.")
+    for new in (package, config_module):
+        old = "hf_icl.models" + new[len("hf_icl.architectures") :]
+        monkeypatch.delitem(sys.modules, old, raising=False)
+        with pytest.warns(FutureWarning, match=f"{old} is deprecated .* import {new} instead"):
+            module = importlib.import_module(old)
+        assert module is importlib.import_module(new)
+    old_config = importlib.import_module("hf_icl.models" + config_module[len("hf_icl.architectures") :])
+    assert getattr(old_config, config_class.__name__) is config_class
+
+
+def test_an_old_name_of_a_module_that_never_existed_is_not_found():
+    with pytest.raises(ModuleNotFoundError, match="hf_icl.models.no_such_architecture"):  # warns for hf_icl.models
+        importlib.import_module("hf_icl.models.no_such_architecture")
 
 
 @pytest.mark.parametrize(
@@ -80,12 +125,17 @@ def test_stable_names_need_no_warning():
     assert result.stdout.strip() == "torch.Size([2, 5, 3])"
 
 
-def test_the_old_evaluation_command_still_runs(tmp_path):
-    result = subprocess.run(
-        [sys.executable, "-m", "hf_icl.evaluation.generation_eval", "--help"], capture_output=True, text=True
-    )
-    assert result.returncode == 0 and "metrics.json of runs on the same generation task" in result.stdout
-    assert "FutureWarning" in result.stderr
+@pytest.mark.parametrize(
+    "old, says",
+    [
+        ("hf_icl.evaluation.generation_eval", "metrics.json of runs on the same generation task"),
+        ("hf_icl.registry_tables", "python -m hf_icl.pages.registry_tables"),
+    ],
+)
+def test_an_old_command_still_runs(old, says):
+    result = subprocess.run([sys.executable, "-m", old, "--help"], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and says in result.stdout, result.stderr[-2000:]
+    assert f"FutureWarning: {old} is deprecated" in result.stderr
 
 
 def test_every_name_the_exporter_takes_comes_from_the_registry():

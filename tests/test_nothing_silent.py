@@ -152,7 +152,7 @@ def test_a_sweep_spec_is_strict_naming_file_key_and_line(tmp_path):
 
 
 def test_strict_yaml_keeps_what_yaml_allows():
-    from hf_icl.strict_yaml import read_yaml
+    from hf_icl.utils.strict_yaml import read_yaml
 
     text = "lr: 1e-5\nb: .5e3\nc: 1_000e2\nd: e5\ne: '.e3'\nbase: &b {x: 1, y: 2}\nchild: {<<: *b, x: 3}\nz: *b\n"
     assert read_yaml(text) == {
@@ -167,7 +167,7 @@ def test_strict_yaml_keeps_what_yaml_allows():
 def test_a_planted_temporary_symlink_is_never_followed(tmp_path):
     """The writer opened the predictable `.tmp-REPORT.md` with "w": a symlink planted there made it overwrite a
     file outside the output folder."""
-    from hf_icl.atomic_files import atomic_path, write_folder_atomic, write_text_atomic
+    from hf_icl.utils.atomic_files import atomic_path, write_folder_atomic, write_text_atomic
 
     out, victim = tmp_path / "out", tmp_path / "victim.txt"
     out.mkdir()
@@ -191,7 +191,7 @@ def test_temporaries_are_created_exclusively_under_fresh_names(tmp_path, monkeyp
     """Even a symlink planted under the random name drawn first is not followed: another name is drawn."""
     import secrets
 
-    from hf_icl import atomic_files
+    from hf_icl.utils import atomic_files
 
     victim = tmp_path / "victim.txt"
     victim.write_text("keep me\n")
@@ -207,7 +207,7 @@ def test_temporaries_are_created_exclusively_under_fresh_names(tmp_path, monkeyp
 
 
 def test_a_planted_old_folder_symlink_is_removed_not_restored(tmp_path):
-    from hf_icl.atomic_files import clean_leftovers
+    from hf_icl.utils.atomic_files import clean_leftovers
 
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
@@ -551,7 +551,7 @@ def test_a_garbled_point_metrics_file_is_not_finished(garbage, tmp_path):
 @pytest.mark.parametrize("content", ["", "{", '{"host": "x"}'])
 def test_an_unreadable_lock_is_stale_once_older_than_its_writing(content, tmp_path):
     """An empty or garbled lock (a full disk between create and write) was "another process is training it" forever."""
-    from hf_icl.run_locks import UNREADABLE_LOCK_GRACE_S, claimed, holder_is_gone
+    from hf_icl.utils.run_locks import UNREADABLE_LOCK_GRACE_S, claimed, holder_is_gone
 
     lock = tmp_path / "point.lock"
     lock.write_text(content)
@@ -796,7 +796,7 @@ def test_evaluate_says_when_a_live_run_is_rewriting_the_checkpoint(finished_run,
     import socket
 
     import hf_icl.evaluate
-    from hf_icl.run_locks import LOCK_FILE
+    from hf_icl.utils.run_locks import LOCK_FILE
 
     run = tmp_path / "run"
     shutil.copytree(finished_run[0], run)
@@ -839,7 +839,7 @@ KEYS = st.lists(st.from_regex(r"[a-z][a-z_]{0,7}", fullmatch=True), min_size=1, 
 
 @given(keys=KEYS, data=st.data())
 def test_any_key_given_twice_is_named_with_both_lines(keys, data):
-    from hf_icl.strict_yaml import StrictYAMLError, read_yaml
+    from hf_icl.utils.strict_yaml import StrictYAMLError, read_yaml
 
     twice = data.draw(st.sampled_from(keys))
     lines = [f"{key}: {i}" for i, key in enumerate(keys)]
@@ -878,7 +878,7 @@ def test_a_weights_file_damaged_anywhere_is_named_by_evaluate_and_resume(finishe
 
 @given(value=st.floats(allow_nan=False, allow_infinity=False))
 def test_exponent_notation_reads_back_as_the_number(value):
-    from hf_icl.strict_yaml import read_yaml
+    from hf_icl.utils.strict_yaml import read_yaml
 
     assert read_yaml(f"lr: {value:e}") == {"lr": float(f"{value:e}")}
 
@@ -887,7 +887,7 @@ def test_exponent_notation_reads_back_as_the_number(value):
 def test_a_number_like_word_is_a_number_or_refused_never_text(text):
     """Unquoted, a word that starts like a number and has digits or dots before its exponent is a float or an error
     naming the line, never text (`.e3` was text, or a float that failed to convert)."""
-    from hf_icl.strict_yaml import StrictYAMLError, read_yaml
+    from hf_icl.utils.strict_yaml import StrictYAMLError, read_yaml
 
     # YAML picks a scalar's resolvers by its first character: only a word that starts like a number can be one
     mantissa = re.split("[eE]", text, maxsplit=1)[0]

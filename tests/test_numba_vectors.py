@@ -1,4 +1,4 @@
-"""`hf_icl.numba_vectors`: when `import hf_icl` asks numba for 512-bit vectors, and when it leaves numba alone."""
+"""`hf_icl.utils.numba_vectors`: when `import hf_icl` asks numba for 512-bit vectors, and when it leaves numba alone."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import types
 
 import pytest
 
-from hf_icl import numba_vectors
+from hf_icl.utils import numba_vectors
 
 numba_config = pytest.importorskip("numba.core.config")
 numba_registry = pytest.importorskip("numba.core.registry")
@@ -72,7 +72,7 @@ def test_import_hf_icl_configures_numba_in_a_new_process():
     script = (
         "import os, numpy as np, numba, hf_icl\n"
         "from numba.core import config\n"
-        "from hf_icl.numba_vectors import wide_vector_features\n"
+        "from hf_icl.utils.numba_vectors import wide_vector_features\n"
         "@numba.njit\n"
         "def scale(values):\n"
         "    for i in range(values.shape[0]):\n"

@@ -12,10 +12,10 @@ import pytest
 
 import hf_icl
 from hf_icl import cli
-from hf_icl.option_help import architecture_fields, docstring_args, task_options
+from hf_icl.pages.tasks_page import main as tasks_page_main
 from hf_icl.tasks import family_of, list_tasks, task_option_fields
-from hf_icl.tasks_page import main as tasks_page_main
 from hf_icl.training import main as train_main
+from hf_icl.utils.option_help import architecture_fields, docstring_args, task_options
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "tasks.md"
 
@@ -98,9 +98,9 @@ def test_family_run_defaults_win_over_the_generator_default():
 
 def test_the_committed_page_equals_its_regeneration():
     """In a fresh process: other tests register throwaway tasks in this one."""
-    result = subprocess.run([sys.executable, "-m", "hf_icl.tasks_page", "--check", str(PAGE)],
+    result = subprocess.run([sys.executable, "-m", "hf_icl.pages.tasks_page", "--check", str(PAGE)],
                             capture_output=True, text=True, timeout=300)  # fmt: skip
-    assert result.returncode == 0, result.stderr + "\nrun: python -m hf_icl.tasks_page --write docs/tasks.md"
+    assert result.returncode == 0, result.stderr + "\nrun: python -m hf_icl.pages.tasks_page --write docs/tasks.md"
     text = PAGE.read_text(encoding="utf-8")
     assert "| `num_kv_pairs` | `int` | `8` | `--task-option` |" in text
     assert "python train.py --task mqar --architecture transformer" in text

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import hf_icl
-from hf_icl.registry_tables import TABLES, main
+from hf_icl.pages.registry_tables import TABLES, main
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGE = DOCS / "architecture.md"
@@ -26,9 +26,9 @@ def test_the_committed_pages_equal_their_regeneration():
     for name in TABLES:
         assert f"<!-- registry: {name} start -->" in PAGES.get(name, PAGE).read_text(encoding="utf-8"), name
     for page in {PAGE, *PAGES.values()}:
-        code = "import sys; from hf_icl.registry_tables import render; "
+        code = "import sys; from hf_icl.pages.registry_tables import render; "
         fresh = _in_a_fresh_process(code + f"sys.stdout.write(render(open({str(page)!r}, encoding='utf-8').read()))")
-        assert fresh == page.read_text(encoding="utf-8"), f"run: python -m hf_icl.registry_tables --write {page}"
+        assert fresh == page.read_text(encoding="utf-8"), f"run: python -m hf_icl.pages.registry_tables --write {page}"
 
 
 def test_every_registered_unit_is_in_the_tables():
@@ -41,7 +41,7 @@ def test_every_registered_unit_is_in_the_tables():
 
 
 def test_readme_tables_name_every_architecture_block_feature_and_task():
-    from hf_icl.registry_tables import tasks_table, zoo_table
+    from hf_icl.pages.registry_tables import tasks_table, zoo_table
 
     zoo, tasks = zoo_table(), tasks_table()
     for name in hf_icl.list_architectures():
@@ -54,7 +54,7 @@ def test_readme_tables_name_every_architecture_block_feature_and_task():
 
 
 def test_first_sentence_keeps_abbreviations():
-    from hf_icl.registry_tables import _first_sentence
+    from hf_icl.pages.registry_tables import _first_sentence
 
     assert _first_sentence("Mamba (P1, eq. 17; et al. 2024). Second one.") == "Mamba (P1, eq. 17; et al. 2024)."
     assert _first_sentence("A | B, e.g. C. D") == "A \\| B, e.g. C."
@@ -71,6 +71,6 @@ def test_a_stale_block_is_rewritten_and_check_fails_on_it(tmp_path):
 
 
 def test_bad_page_is_one_line(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "hf_icl.registry_tables", "--check", str(tmp_path / "missing.md")],
-                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    argv = [sys.executable, "-m", "hf_icl.pages.registry_tables", "--check", str(tmp_path / "missing.md")]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and "--check" in result.stderr.strip().splitlines()[-1]

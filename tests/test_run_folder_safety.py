@@ -15,10 +15,10 @@ import pytest
 from cli_entry_points import ROOT, call, fake_run_folder, snapshot
 from test_cli_safety import TINY_RUN, assert_one_line_error
 
-from hf_icl.run_locks import LOCK_FILE, RunFolderLock
 from hf_icl.training import main as train_main
 from hf_icl.training.arguments import parse_args
 from hf_icl.training.checkpoints import RUN_MARKER
+from hf_icl.utils.run_locks import LOCK_FILE, RunFolderLock
 
 RUN = [*TINY_RUN, "--max-steps", "2"]
 
@@ -147,7 +147,7 @@ def test_resume_with_a_damaged_marker_is_refused(damage, finished_run, tmp_path)
 HOLD = """
 import sys, time
 from pathlib import Path
-from hf_icl.run_locks import RunFolderLock
+from hf_icl.utils.run_locks import RunFolderLock
 with RunFolderLock(Path(sys.argv[1])):
     print("held", flush=True)
     time.sleep(120)

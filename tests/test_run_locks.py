@@ -1,4 +1,4 @@
-"""`hf_icl.run_locks` and the sweep's use of it: a point held by a live sweep process is skipped, a lock left by a
+"""`hf_icl.utils.run_locks` and the sweep's use of it: a point held by a live sweep process is skipped, a lock left by a
 dead process of this host is taken over (also when its PID was reused or the host rebooted since), one from another
 host is respected, and the lock is gone afterwards."""
 
@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from hf_icl import sweep
-from hf_icl.run_locks import boot_id, claimed, holder_is_gone, holder_record, process_start_time
+from hf_icl.utils.run_locks import boot_id, claimed, holder_is_gone, holder_record, process_start_time
 
 
 def dead_pid() -> int:

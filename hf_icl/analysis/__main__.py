@@ -19,7 +19,7 @@ from types import ModuleType
 from .. import analysis
 from ..plugins import add_import_argument, preload
 from ..tasks import FAMILIES
-from ..validation import CommandLineParser
+from ..utils.validation import CommandLineParser
 
 ANALYSES: dict[str, ModuleType] = {}
 """Subcommand -> analysis module."""

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 
 from ..tasks.regbench import VOCAB_SIZE, automaton_states
-from ..validation import POSITIVE_INT, Limit, check_limits
+from ..utils.validation import POSITIVE_INT, Limit, check_limits
 from . import regbench_common as common
 
 COMMAND = "attention"  # python -m hf_icl.analysis attention

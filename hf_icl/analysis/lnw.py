@@ -15,12 +15,20 @@ from pathlib import Path
 
 import torch
 
-from ..atomic_files import atomic_path, write_json_atomic
 from ..baselines.lnw import PAPER_NAMES, TRAINING_PRESETS, VARIANTS, train_lnw
 from ..tasks import task_builder, task_config
 from ..tasks.regbench.evaluation import evaluate_regbench
 from ..tasks.regbench.metrics import regbench_metrics
-from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, check_output_folder, naming
+from ..utils.atomic_files import atomic_path, write_json_atomic
+from ..utils.validation import (
+    OPTIONAL_POSITIVE_INT,
+    POSITIVE_INT,
+    SEED,
+    Limit,
+    check_limits,
+    check_output_folder,
+    naming,
+)
 from . import regbench_common as common
 
 COMMAND = "lnw"  # python -m hf_icl.analysis lnw

@@ -25,7 +25,7 @@ from ..baselines.ngram import InContextNGram
 from ..evaluation.metrics import tvd
 from ..evaluation.next_token import model_next_token_probs
 from ..tasks.regbench import VOCAB_SIZE, next_token_truth
-from ..validation import POSITIVE_INT, Limit, check_limits
+from ..utils.validation import POSITIVE_INT, Limit, check_limits
 from . import regbench_common as common
 
 COMMAND = "pairwise-tvd"  # python -m hf_icl.analysis pairwise-tvd

@@ -40,7 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from ..tasks.regbench import SEP_ID, VOCAB_SIZE, automaton_states
-from ..validation import POSITIVE_INT, SEED, Limit, check_limits
+from ..utils.validation import POSITIVE_INT, SEED, Limit, check_limits
 from . import regbench_common as common
 
 COMMAND = "probe"  # python -m hf_icl.analysis probe

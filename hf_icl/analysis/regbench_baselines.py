@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..atomic_files import atomic_path, write_json_atomic
 from ..baselines.baum_welch import BaumWelch
 from ..tasks import TaskRequest, check_task_request, task_builder
 from ..tasks.regbench.evaluation import evaluate_regbench
-from ..validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, naming
+from ..utils.atomic_files import atomic_path, write_json_atomic
+from ..utils.validation import OPTIONAL_POSITIVE_INT, POSITIVE_INT, SEED, Limit, check_limits, naming
 from . import regbench_common as common
 
 COMMAND = "regbench-baselines"  # python -m hf_icl.analysis regbench-baselines

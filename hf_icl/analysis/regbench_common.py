@@ -16,10 +16,10 @@ import numpy as np
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from ..atomic_files import atomic_path, write_json_atomic
 from ..tasks import FAMILIES, task_builder
 from ..tasks.regbench import REGBENCH_VOCAB
-from ..validation import check_output_folder
+from ..utils.atomic_files import atomic_path, write_json_atomic
+from ..utils.validation import check_output_folder
 
 TASK_FAMILY = "regbench"  # the task family whose models the RegBench analyses read (each declares it)
 (TASK,) = FAMILIES[TASK_FAMILY].tasks  # its one task: the rows the analyses rebuild

@@ -30,7 +30,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from ..tasks import FAMILIES, task_builder
 from ..tasks.icl_arithmetic import ICLArithmeticConfig
 from ..tasks.icl_arithmetic.evaluation import digit_hits, encode_texts, least_squares_hits, summarise
-from ..validation import POSITIVE_INT, SEED, Limit, check_limits, check_output_folder
+from ..utils.validation import POSITIVE_INT, SEED, Limit, check_limits, check_output_folder
 
 COMMAND = "slowfast"  # python -m hf_icl.analysis slowfast
 TASK_FAMILY = "icl_arithmetic"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)

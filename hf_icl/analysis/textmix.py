@@ -35,7 +35,7 @@ from ..tasks.documents import load_documents, split_documents
 from ..tasks.text_mixture import CONFIG_FIELDS, TextMixtureConfig, sample_mixtures
 from ..tasks.text_mixture.spec import FAMILY as TEXT_MIXTURE
 from ..tasks.text_mixture.text_mixture import split_rng
-from ..validation import POSITIVE_INT, SEED, Limit, check_limits, check_output_folder
+from ..utils.validation import POSITIVE_INT, SEED, Limit, check_limits, check_output_folder
 
 COMMAND = "textmix"  # python -m hf_icl.analysis textmix
 TASK_FAMILY = "text_mixture"  # the task family whose models it reads (`python -m hf_icl.analysis --help`)

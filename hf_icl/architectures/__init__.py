@@ -15,7 +15,7 @@ from dataclasses import fields
 from ..block_features.feature_registry import feature_fields
 from ..mixers.registry import all_fields, fields_of
 from ..modeling.configuration import ICLConfig, check_choice
-from ..validation import (
+from ..utils.validation import (
     FRACTION,
     NON_NEGATIVE_NUMBER,
     OPTIONAL_POSITIVE_INT,

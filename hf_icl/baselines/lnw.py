@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from ..atomic_files import write_folder_atomic, write_json_atomic
+from ..utils.atomic_files import write_folder_atomic, write_json_atomic
 from .ngram import check_regbench_text
 
 REGBENCH_VOCAB: list[str] = [".", *"abcdefghijklmnopqr", "|"]

@@ -16,10 +16,10 @@ from pathlib import Path
 from transformers import AutoConfig, AutoTokenizer
 
 from ..architectures.heads import load_model
-from ..atomic_files import atomic_path, write_json_atomic
 from ..plugins import add_import_argument, preload
 from ..tasks import EvalRequest, TaskRequest, check_task_options, family_of, list_tasks
-from ..validation import (
+from ..utils.atomic_files import atomic_path, write_json_atomic
+from ..utils.validation import (
     OPTIONAL_POSITIVE_INT,
     POSITIVE_INT,
     SEED_MAX,

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..validation import one_line
+from ..utils.validation import one_line
 
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin")
 
@@ -142,7 +142,7 @@ def rewriting_note(checkpoint: Path) -> str:
     import os
     import socket
 
-    from ..run_locks import LOCK_FILE
+    from ..utils.run_locks import LOCK_FILE
 
     lock = Path(checkpoint).resolve().parent / LOCK_FILE
     try:

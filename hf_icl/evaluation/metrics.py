@@ -68,6 +68,6 @@ def __getattr__(name: str):
     metric = importlib.import_module("hf_icl.tasks.family").declared_metrics().get(name)
     if metric is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from ..deprecation import moved_names  # a family's own metric (RegBench's) moved to its family folder
+    from ..utils.deprecation import moved_names  # a family's own metric (RegBench's) moved to its family folder
 
     return moved_names(f"{__name__}.{name}", {name: metric.__module__})(name)

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import yaml
 
-from ..atomic_files import write_text_atomic
 from ..hub.dataset_export import SPLITS, present_configs, read_card
 from ..plugins import add_import_argument, preload
-from ..validation import CommandLineParser, key_value
+from ..utils.atomic_files import write_text_atomic
+from ..utils.validation import CommandLineParser, key_value
 from .spec import UTILS_MODULE, FunctionRef, HarnessGroup, HarnessTask
 
 PROG = "python -m hf_icl.harness"

@@ -28,8 +28,8 @@ from typing import Any
 
 import yaml
 
-from ..atomic_files import clean_leftovers, write_folder_atomic, write_text_atomic
-from ..validation import CommandLineParser, check_output_folder, flag_of, naming
+from ..utils.atomic_files import clean_leftovers, write_folder_atomic, write_text_atomic
+from ..utils.validation import CommandLineParser, check_output_folder, flag_of, naming
 from .push import check_hub_reachable, push_folder
 
 SPLITS = ("train", "validation", "test")

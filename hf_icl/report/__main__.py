@@ -29,7 +29,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..validation import CommandLineParser, check_output_folder
+from ..utils.validation import CommandLineParser, check_output_folder
 from .build import HEADLINE_END, HEADLINE_START, WRITING, build_report
 from .runs import find_runs, scan_runs
 

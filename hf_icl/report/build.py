@@ -14,8 +14,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..atomic_files import atomic_path, write_text_atomic  # noqa: E402
 from ..block_features.feature_registry import features_label  # noqa: E402
+from ..utils.atomic_files import atomic_path, write_text_atomic  # noqa: E402
 from . import findings as rules  # noqa: E402
 from .assess import assess  # noqa: E402
 from .document import Document  # noqa: E402

@@ -14,7 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..atomic_files import atomic_path  # noqa: E402
+from ..utils.atomic_files import atomic_path  # noqa: E402
 from .document import Document  # noqa: E402
 from .runs import RunRecord, Setting, number, settings_of  # noqa: E402
 

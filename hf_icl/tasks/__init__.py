@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from ..deprecation import moved_names
+from ..utils.deprecation import moved_names
 from .family import (
     FAMILIES,
     EvalRequest,

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 import datasets
 import numpy as np
 
-from ..validation import check_field_values
+from ..utils.validation import check_field_values
 
 SPLITS: tuple[str, ...] = ("train", "validation", "test")
 """The splits every builder generates, in generation order."""

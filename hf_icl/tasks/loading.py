@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..validation import naming
+from ..utils.validation import naming
 from .family import TaskEntry, TaskRequest, family_of, task_entry
 
 

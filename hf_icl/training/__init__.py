@@ -12,9 +12,9 @@ def main(argv=None):
 
     A bad value, a folder that must not be touched, a folder another run holds or a run that cannot be resumed exits
     with status 2 and one line (printed by the first process only under `accelerate launch`), before anything is
-    written. The first process holds the run folder's lock (`run_locks.RunFolderLock`) from its checks to the end.
+    written. The first process holds the run folder's lock (`utils.run_locks.RunFolderLock`) from its checks to the end.
     """
-    from ..validation import check_output_folder
+    from ..utils.validation import check_output_folder
     from .checkpoints import ResumeError
     from .loop import RunSetupError, preflight, train
 
@@ -49,7 +49,7 @@ def announce_quickstart(parsed) -> None:
 
 def folder_lock(args):
     """The run folder's lock on the first process, a no-op elsewhere (the first process holds it for all)."""
-    from ..run_locks import RunFolderLock
+    from ..utils.run_locks import RunFolderLock
 
     if os.environ.get("RANK", "0") != "0":
         return contextlib.nullcontext()

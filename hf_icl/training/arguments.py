@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..plugins import preload
-from ..strict_yaml import read_yaml
 from ..tasks import family_of, list_tasks
+from ..utils.strict_yaml import read_yaml
 from .config_files import load_yaml_config
 from .layers import MERGED_FIELDS, SUPERSEDES, defaults_of, merge_layers, task_layers, with_relative_min_lr
 from .legacy import legacy_task_option, legacy_task_options, move_legacy_task_options

@@ -15,9 +15,9 @@ import os
 import shutil
 from pathlib import Path
 
-from ..atomic_files import clean_leftovers, write_folder_atomic, write_json_atomic  # noqa: F401 (re-exported)
-from ..run_locks import LOCK_FILE
-from ..validation import one_line
+from ..utils.atomic_files import clean_leftovers, write_folder_atomic, write_json_atomic  # noqa: F401 (re-exported)
+from ..utils.run_locks import LOCK_FILE
+from ..utils.validation import one_line
 
 CHECKPOINT_PREFIX = "step_"
 STATE_FILE = "trainer_state.json"

@@ -9,8 +9,8 @@ from pathlib import Path
 import yaml
 
 from ..block_features.feature_registry import feature_options, parse_feature_option
-from ..strict_yaml import read_yaml  # strict: no duplicate keys, alias bombs or malformed numbers
-from ..validation import check_field_values, check_limits, naming
+from ..utils.strict_yaml import read_yaml  # strict: no duplicate keys, alias bombs or malformed numbers
+from ..utils.validation import check_field_values, check_limits, naming
 from .legacy import legacy_task_options
 from .run_schema import RUN_LIMITS, RunArguments
 

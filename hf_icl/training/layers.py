@@ -7,7 +7,7 @@ import copy
 
 from ..modeling.configuration import check_choice
 from ..tasks import family_of, list_tasks
-from ..validation import naming
+from ..utils.validation import naming
 from .run_parser import flag_of_field
 from .run_schema import RunArguments
 

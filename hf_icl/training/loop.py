@@ -25,7 +25,7 @@ from ..evaluation.split_probe import probe_evaluation_splits
 from ..evaluation.tables import markdown_table
 from ..modeling.states import state_size_report
 from ..tasks import EvalRequest, TaskData, TaskFamily, TaskRequest, family_of
-from ..validation import check_output_folder, naming, one_line
+from ..utils.validation import check_output_folder, naming, one_line
 from .arguments import RunArguments, feature_flags
 from .checkpoints import (
     ResumeError,

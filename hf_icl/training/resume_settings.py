@@ -7,7 +7,7 @@ import json
 from dataclasses import fields
 
 from ..tasks import list_tasks, run_task_options
-from ..validation import check_field_values, check_limits
+from ..utils.validation import check_field_values, check_limits
 from .layers import defaults_of, merge_layers, with_relative_min_lr
 from .legacy import legacy_task_options
 from .run_schema import RUN_LIMITS, RunArguments

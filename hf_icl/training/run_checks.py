@@ -8,7 +8,7 @@ from ..architectures import ARCHITECTURES, list_architectures
 from ..block_features.feature_registry import used_block_features
 from ..modeling.configuration import check_choice, unread_override
 from ..tasks import TaskRequest, check_task_options, family_of, list_tasks, task_entry
-from ..validation import NON_NEGATIVE_NUMBER, check_field_values, check_limits, naming
+from ..utils.validation import NON_NEGATIVE_NUMBER, check_field_values, check_limits, naming
 from .run_parser import feature_flags, flag_of_field
 from .run_schema import RUN_CHOICES, RUN_LIMITS, RunArguments
 from .schedules import LIBRARY_SCHEDULES, OWN_SCHEDULES

@@ -10,10 +10,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from ..atomic_files import atomic_path, write_json_atomic, write_text_atomic  # noqa: E402
 from ..block_features.feature_registry import features_label  # noqa: E402
 from ..evaluation.length_sweep import draw_length_curve  # noqa: E402
 from ..evaluation.tables import markdown_table, metric_rows  # noqa: E402
+from ..utils.atomic_files import atomic_path, write_json_atomic, write_text_atomic  # noqa: E402
 
 
 def write_summary(path: Path, metrics: dict) -> None:

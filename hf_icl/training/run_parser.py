@@ -12,7 +12,7 @@ from ..architectures import list_architectures
 from ..block_features.feature_registry import feature_options
 from ..plugins import add_import_argument
 from ..tasks import FAMILIES, list_tasks
-from ..validation import CommandLineParser, key_value
+from ..utils.validation import CommandLineParser, key_value
 from .legacy import legacy_options
 from .run_schema import BATCHING, DECAY_GROUPS, MIXED_PRECISION, REPORT_TO
 from .schedules import LIBRARY_SCHEDULES, LR_SCHEDULES, OWN_SCHEDULES
@@ -200,11 +200,11 @@ def _task_option_help() -> list[str]:
 
 def topic_help(argv: list[str] | None) -> str | None:
     """With `-h`/`--help`: the options and presets of the `--task` and the config fields of the `--architecture`
-    the command line names (:mod:`hf_icl.option_help`), else `None`."""
+    the command line names (:mod:`hf_icl.utils.option_help`), else `None`."""
     argv = list(sys.argv[1:] if argv is None else argv)
     if not {"-h", "--help"} & set(argv):
         return None
-    from ..option_help import architecture_help, task_help
+    from ..utils.option_help import architecture_help, task_help
 
     scan = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     scan.add_argument("--task"), scan.add_argument("--architecture")

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..block_features.feature_registry import features_label
 from ..tasks import family_of
 from ..tasks.online import StepCurriculum
-from ..validation import (
+from ..utils.validation import (
     FRACTION,
     NON_NEGATIVE_NUMBER,
     OPTIONAL_POSITIVE_INT,

@@ -47,8 +47,8 @@ from pathlib import Path
 
 import yaml
 
-from ..atomic_files import write_text_atomic
-from ..run_locks import claimed
+from ..utils.atomic_files import write_text_atomic
+from ..utils.run_locks import claimed
 from .progress import read_validation, request_stop
 
 ENGINES = ("optuna",)

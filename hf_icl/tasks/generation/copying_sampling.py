@@ -152,8 +152,8 @@ def pack(examples: Iterator[Example], context_len: int) -> dict:
         context_len: characters per context.
 
     Returns:
-        A span row (:func:`~hf_icl.tasks.generative.span_features` with ``ngrams``) of exactly ``context_len``
-        characters whose spans cover the complete examples only.
+        A span row (:func:`~hf_icl.tasks.generation.generative.span_features` with ``ngrams``) of exactly
+        ``context_len`` characters whose spans cover the complete examples only.
     """
     text, row = "", {"answer_starts": [], "answer_ends": [], "lengths": [], "ngrams": []}
     while len(text) < context_len:

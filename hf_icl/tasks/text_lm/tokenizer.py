@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 from transformers import PreTrainedTokenizerFast
 
-from ...atomic_files import atomic_path
+from ...utils.atomic_files import atomic_path
 
 if TYPE_CHECKING:
     from .text_lm import TextLMBuilder

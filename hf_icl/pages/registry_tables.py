@@ -1,6 +1,6 @@
 """Tables of what is registered (mixers, architectures, task families), written into the docs from the registries.
 
-    python -m hf_icl.registry_tables [--write docs/architecture.md] [--check docs/architecture.md]
+    python -m hf_icl.pages.registry_tables [--write docs/architecture.md] [--check docs/architecture.md]
 
 Each table sits in the page between `<!-- registry: NAME start -->` and `<!-- registry: NAME end -->`; `--write`
 replaces those blocks with the tables of the registries as they are (plug-ins included with `--import`), `--check`
@@ -15,15 +15,15 @@ import re
 import sys
 from pathlib import Path
 
-from .architectures import ARCHITECTURES
-from .atomic_files import write_text_atomic
-from .block_features.feature_registry import BLOCK_FEATURES, list_block_features
-from .mixers import list_mixers, mixer_spec
-from .mixers.registry import MAP_AXES
-from .plugins import add_import_argument, preload
-from .tasks import FAMILIES
+from ..architectures import ARCHITECTURES
+from ..block_features.feature_registry import BLOCK_FEATURES, list_block_features
+from ..mixers import list_mixers, mixer_spec
+from ..mixers.registry import MAP_AXES
+from ..plugins import add_import_argument, preload
+from ..tasks import FAMILIES
+from ..utils.atomic_files import write_text_atomic
 
-PACKAGE = Path(__file__).parent
+PACKAGE = Path(__file__).parents[1]  # hf_icl/
 SIZES = ("tiny", "small", "base")  # the size presets every architecture has (matched on parameters)
 
 
@@ -102,7 +102,7 @@ def _non_embedding_counts(name: str) -> list[str]:
     import torch
     from transformers import AutoModelForCausalLM
 
-    from .architectures import config_for, non_embedding_parameters
+    from ..architectures import config_for, non_embedding_parameters
 
     cells = []
     for size in SIZES:
@@ -179,9 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         preload(argv)
     except ValueError as err:
-        print(f"python -m hf_icl.registry_tables: error: {err}", file=sys.stderr)
+        print(f"python -m hf_icl.pages.registry_tables: error: {err}", file=sys.stderr)
         return 2
-    parser = argparse.ArgumentParser(prog="python -m hf_icl.registry_tables", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m hf_icl.pages.registry_tables", description=__doc__.splitlines()[0])
     parser.add_argument("--write", type=Path, help="replace the registry blocks of this page")
     parser.add_argument("--check", type=Path, help="exit 1 if this page's registry blocks are out of date")
     add_import_argument(parser)
@@ -194,8 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         text = args.check.read_text(encoding="utf-8")
         if render(text) != text:
-            print(f"{args.check}: the registry tables are out of date; run python -m hf_icl.registry_tables --write "
-                  f"{args.check}", file=sys.stderr)  # fmt: skip
+            print(f"{args.check}: the registry tables are out of date; run python -m hf_icl.pages.registry_tables "
+                  f"--write {args.check}", file=sys.stderr)  # fmt: skip
             return 1
     if not (args.write or args.check):
         print("\n\n".join(f"## {name}\n\n{table()}" for name, table in TABLES.items()))

@@ -16,10 +16,10 @@ import json
 import re
 from typing import Any
 
-from .architectures import ARCHITECTURES
-from .mixers.registry import fields_of
-from .modeling.configuration import ICLConfig
-from .tasks import family_of, task_entry, task_option_fields
+from ..architectures import ARCHITECTURES
+from ..mixers.registry import fields_of
+from ..modeling.configuration import ICLConfig
+from ..tasks import family_of, task_entry, task_option_fields
 
 RUN_FLAGS = {"n_train": "--n-train", "seed": "--task-seed"}
 """Builder fields a run sets with their own flag rather than `--task-option`."""

@@ -1,5 +1,0 @@
-"""Deprecated alias of :mod:`hf_icl.tasks.generation.copying_sampling` (removed in the release after next)."""
-
-from ..deprecation import alias_module
-
-alias_module(__name__, "hf_icl.tasks.generation.copying_sampling")
