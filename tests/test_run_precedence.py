@@ -152,8 +152,11 @@ def test_a_config_file_that_gives_both_is_refused_and_the_command_line_replaces_
 def test_min_lr_follows_an_explicit_lr():
     """A valid `--lr 1e-5` was refused as `argument --min-lr` because of the default min_lr."""
     args = parse_args([*BASE, "--lr", "1e-5", "--lr-schedule", "constant"])
-    assert args.lr == 1e-5 and args.min_lr == pytest.approx(1e-5 * 2.5e-5 / 3e-3)  # RegBench's ratio 2.5e-5 / 3e-3
-    assert parse_args([*BASE]).min_lr == 2.5e-5  # the defaults are unchanged
+    assert args.lr == 1e-5 and args.min_lr == pytest.approx(1e-5 * 4e-5 / 4e-3)  # the quickstart preset's ratio
+    assert parse_args([*BASE]).min_lr == 4e-5  # the preset's own values are unchanged
+    family = parse_args([*BASE, "--task", "regbench", "--lr", "1e-5"])  # no preset: RegBench's defaults
+    assert family.min_lr == pytest.approx(1e-5 * 2.5e-5 / 3e-3)  # RegBench's ratio 2.5e-5 / 3e-3
+    assert parse_args([*BASE, "--task", "regbench"]).min_lr == 2.5e-5
     paper = parse_args([*BASE, "--task-preset", "paper", "--lr", "1e-5"])
     assert paper.min_lr == pytest.approx(1e-5 * 2.5e-5 / 1e-4)  # the preset's ratio
     assert parse_args([*BASE, "--lr", "1e-5", "--min-lr", "0"]).min_lr == 0.0  # given: kept as given
@@ -186,12 +189,13 @@ def test_a_config_file_may_write_numbers_in_exponent_notation(tmp_path):
 
 def test_a_bare_run_is_the_default_tasks_quickstart_preset():
     """`accelerate launch train.py` with no choice made trains RegBench's quickstart (the CPU recipe with P1's
-    n-gram heads, 600 steps); bookkeeping flags and explicit values keep it and beat its values."""
+    n-gram heads, 500 steps); bookkeeping flags and explicit values keep it and beat its values."""
     bare = parse_args(BASE)
     assert bare.task_preset == "quickstart"
     assert bare.overrides["ngram_heads"] == [{"layer": 1, "orders": [1, 2, 3], "replace": False}]
-    assert (bare.max_steps, bare.augment, bare.overrides["num_hidden_layers"]) == (600, True, 4)
-    assert (bare.batch_size, bare.warmup_steps) == (16, 50)  # chosen by quickstart_search_round3.yaml
+    assert (bare.max_steps, bare.augment, bare.overrides["num_hidden_layers"]) == (500, True, 4)
+    assert (bare.batch_size, bare.warmup_steps, bare.lr, bare.min_lr) == (16, 50, 4e-3, 4e-5)  # quickstart_search_round4
+
     assert "+ngh1.123" in str(bare.resolved_output_dir())
     shortened = parse_args([*BASE, "--max-steps", "20", "--threads", "1"])
     assert (shortened.task_preset, shortened.max_steps) == ("quickstart", 20)
@@ -205,7 +209,7 @@ def test_any_run_choice_leaves_the_quickstart_preset_out(choice, tmp_path):
         (tmp_path / "run.yaml").write_text("max_steps: 30\n")
     args = parse_args([*BASE, *choice])
     assert args.task_preset != "quickstart" and "ngram_heads" not in args.overrides
-    assert args.max_steps != 600
+    assert args.max_steps != 500
 
 
 def test_a_family_naming_a_quickstart_preset_it_lacks_is_refused():

@@ -67,7 +67,7 @@ class ParsedRun:
 
 BARE_RUN_CHOICES = frozenset({"task", "architecture", "task_preset"})
 """The run choices whose absence (with no `--config` either) makes a run bare: it gets the default task family's
-`quickstart_preset` (RegBench's: the 4-layer RoPE recipe with P1's n-gram heads, 600 steps)."""
+`quickstart_preset` (RegBench's: the 4-layer RoPE recipe with P1's n-gram heads, 500 steps)."""
 
 
 def parse_run(argv: list[str] | None = None) -> ParsedRun:

@@ -60,7 +60,7 @@ def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--n-train", type=int, help="training instances (default: the task family's)")
     parser.add_argument("--task-preset", help="named run settings of the task family (see its `presets`); a bare "
                         "run (no --config, --task, --architecture or --task-preset) uses the default task's "
-                        "quickstart preset: RegBench's 4-layer RoPE Transformer with P1's n-gram heads, 600 steps")
+                        "quickstart preset: RegBench's 4-layer RoPE Transformer with P1's n-gram heads, 500 steps")
     parser.add_argument("--task-seed", type=int, help="seed of the task generator")
     parser.add_argument("--preset", help="size preset of the architecture (tiny, small, base, ...)")
     add_key_values(parser, "--override", "hidden_size=256", "model config override, repeatable (e.g. --override "
