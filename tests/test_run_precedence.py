@@ -194,8 +194,7 @@ def test_a_bare_run_is_the_default_tasks_quickstart_preset():
     assert bare.task_preset == "quickstart"
     assert bare.overrides["ngram_heads"] == [{"layer": 1, "orders": [1, 2, 3], "replace": False}]
     assert (bare.max_steps, bare.augment, bare.overrides["num_hidden_layers"]) == (500, True, 4)
-    assert (bare.batch_size, bare.warmup_steps, bare.lr, bare.min_lr) == (16, 50, 4e-3, 4e-5)  # quickstart_search_round4
-
+    assert (bare.batch_size, bare.warmup_steps, bare.lr, bare.min_lr) == (16, 50, 4e-3, 4e-5)  # search round 4
     assert "+ngh1.123" in str(bare.resolved_output_dir())
     shortened = parse_args([*BASE, "--max-steps", "20", "--threads", "1"])
     assert (shortened.task_preset, shortened.max_steps) == ("quickstart", 20)
