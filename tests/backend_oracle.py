@@ -29,3 +29,18 @@ def assert_model_agrees_under_both_backends(
     for ours, oracle in zip(results["numba"][1], results["torch"][1]):
         torch.testing.assert_close(ours, oracle, atol=1e-5, rtol=1e-4)
     return model
+
+
+def spy_on_kernel(monkeypatch, module, name: str) -> list:
+    """Replace the autograd function `module.<name>` (a compiled kernel's dispatch point) by a spy that runs it and
+    records the dtype of each call's first argument; returns that list, to assert where the kernel was taken."""
+    kernel, calls = getattr(module, name), []
+
+    class Spy:
+        @staticmethod
+        def apply(*args):
+            calls.append(args[0].dtype)
+            return kernel.apply(*args)
+
+    monkeypatch.setattr(module, name, Spy)
+    return calls

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 import torch.nn.functional as F
-from backend_oracle import assert_model_agrees_under_both_backends
+from backend_oracle import assert_model_agrees_under_both_backends, spy_on_kernel
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_models import assert_remote_code_matches, prefix_logits, step_by_step_logits
@@ -21,7 +21,6 @@ from hf_icl.block_features.ngram_heads import NgramBlock
 from hf_icl.mixers import ngram as ngram_module
 from hf_icl.mixers.ngram import NgramHead, ngram_head_average, ngram_ids
 from hf_icl.mixers.ops.cpu_paths import SCAN_BACKEND_ENV
-from hf_icl.mixers.ops.ngram_numba import NumbaSegmentSums
 from hf_icl.modeling.cache import ICLCache
 from hf_icl.training.arguments import parse_args
 
@@ -120,15 +119,7 @@ def test_compiled_segment_sums_equal_the_torch_path(n, shift, vocab, lengths, se
 
 def test_compiled_segment_sums_are_dispatched_only_where_they_apply(monkeypatch):
     ids, mask, hidden = random_batch([12, 9], vocab=2, width=4, seed=3)
-    calls = []
-
-    class Spy:
-        @staticmethod
-        def apply(*args):
-            calls.append(args[0].dtype)
-            return NumbaSegmentSums.apply(*args)
-
-    monkeypatch.setattr(ngram_module, "NumbaSegmentSums", Spy)
+    calls = spy_on_kernel(monkeypatch, ngram_module, "NumbaSegmentSums")
     ngram_head_average(ids, hidden.float(), 2, 1, mask)  # float32 CPU: the kernel
     ngram_head_average(ids, hidden, 2, 1, mask)  # float64 CPU: the kernel
     ngram_head_average(ids, hidden.bfloat16(), 2, 1, mask)  # bf16 (autocast): the PyTorch path

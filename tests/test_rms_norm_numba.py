@@ -7,7 +7,7 @@ import pytest
 pytest.importorskip("numba")
 
 import torch  # noqa: E402
-from backend_oracle import assert_model_agrees_under_both_backends  # noqa: E402
+from backend_oracle import assert_model_agrees_under_both_backends, spy_on_kernel  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -69,15 +69,7 @@ def test_non_contiguous_input_and_a_hand_case():
 
 
 def test_dispatch_takes_the_kernel_only_where_it_applies(monkeypatch):
-    calls = []
-
-    class Spy:
-        @staticmethod
-        def apply(*args):
-            calls.append(args[0].dtype)
-            return NumbaRMSNorm.apply(*args)
-
-    monkeypatch.setattr(rms_norm, "NumbaRMSNorm", Spy)
+    calls = spy_on_kernel(monkeypatch, rms_norm, "NumbaRMSNorm")
     norm = RMSNorm(8, eps=1e-5)
     x = torch.randn(3, 8)
     norm(x)

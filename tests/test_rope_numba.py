@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("numba")
 
 import torch  # noqa: E402
-from backend_oracle import assert_model_agrees_under_both_backends  # noqa: E402
+from backend_oracle import assert_model_agrees_under_both_backends, spy_on_kernel  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 from transformers.models.llama.modeling_llama import apply_rotary_pos_emb  # noqa: E402
@@ -82,15 +82,7 @@ def test_hand_case_rotates_each_pair_by_its_angle():
 
 
 def test_dispatch_takes_the_kernel_only_where_it_applies(monkeypatch):
-    calls = []
-
-    class Spy:
-        @staticmethod
-        def apply(*args):
-            calls.append(args[0].dtype)
-            return NumbaRoPE.apply(*args)
-
-    monkeypatch.setattr(positions, "NumbaRoPE", Spy)
+    calls = spy_on_kernel(monkeypatch, positions, "NumbaRoPE")
     query = torch.randn(2, 2, 5, 8)
     for backend, dtype, taken in (("auto", torch.float32, 1), ("torch", torch.float32, 0), ("auto", torch.float64, 0)):
         monkeypatch.setenv(SCAN_BACKEND_ENV, backend)

@@ -9,7 +9,6 @@ exits 1 when the page differs (the test suite does this, so nobody keeps a copy 
 
 from __future__ import annotations
 
-import argparse
 import inspect
 import re
 import sys
@@ -19,9 +18,8 @@ from ..architectures import ARCHITECTURES
 from ..block_features.feature_registry import BLOCK_FEATURES, list_block_features
 from ..mixers import list_mixers, mixer_spec
 from ..mixers.registry import MAP_AXES
-from ..plugins import add_import_argument, preload
 from ..tasks import FAMILIES
-from ..utils.atomic_files import write_text_atomic
+from .page_command import page_main
 
 PACKAGE = Path(__file__).parents[1]  # hf_icl/
 SIZES = ("tiny", "small", "base")  # the size presets every architecture has (matched on parameters)
@@ -154,8 +152,14 @@ def families_table() -> str:
     return _table(["task family", "folder", "head", "tasks"], rows)
 
 
-TABLES = {"mixers": mixers_table, "maps": maps_table, "architectures": architectures_table,
-          "task-families": families_table, "zoo": zoo_table, "tasks": tasks_table}
+TABLES = {
+    "mixers": mixers_table,
+    "maps": maps_table,
+    "architectures": architectures_table,
+    "task-families": families_table,
+    "zoo": zoo_table,
+    "tasks": tasks_table,
+}
 
 
 def render(page: str) -> str:
@@ -175,31 +179,15 @@ def render(page: str) -> str:
     return page
 
 
+def render_or_list(page: str | None) -> str:
+    """`render(page)`, or every table under its name where there is no page (the command without `--write`)."""
+    if page is None:
+        return "\n\n".join(f"## {name}\n\n{table()}" for name, table in TABLES.items()) + "\n"
+    return render(page)
+
+
 def main(argv: list[str] | None = None) -> int:
-    try:
-        preload(argv)
-    except ValueError as err:
-        print(f"python -m hf_icl.pages.registry_tables: error: {err}", file=sys.stderr)
-        return 2
-    parser = argparse.ArgumentParser(prog="python -m hf_icl.pages.registry_tables", description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help="replace the registry blocks of this page")
-    parser.add_argument("--check", type=Path, help="exit 1 if this page's registry blocks are out of date")
-    add_import_argument(parser)
-    args = parser.parse_args(argv)
-    for flag, page in (("--write", args.write), ("--check", args.check)):
-        if page is not None and not page.is_file():
-            parser.error(f"argument {flag}: {str(page)!r} is not a file")
-    if args.write:
-        write_text_atomic(args.write, render(args.write.read_text(encoding="utf-8")))
-    if args.check:
-        text = args.check.read_text(encoding="utf-8")
-        if render(text) != text:
-            print(f"{args.check}: the registry tables are out of date; run python -m hf_icl.pages.registry_tables "
-                  f"--write {args.check}", file=sys.stderr)  # fmt: skip
-            return 1
-    if not (args.write or args.check):
-        print("\n\n".join(f"## {name}\n\n{table()}" for name, table in TABLES.items()))
-    return 0
+    return page_main("python -m hf_icl.pages.registry_tables", __doc__.splitlines()[0], render_or_list, True, argv)
 
 
 if __name__ == "__main__":

@@ -8,14 +8,11 @@ The page is generated from the task registry (:mod:`hf_icl.utils.option_help`), 
 
 from __future__ import annotations
 
-import argparse
 import sys
-from pathlib import Path
 
-from ..plugins import add_import_argument, preload
 from ..tasks import FAMILIES, task_entry
-from ..utils.atomic_files import write_text_atomic
 from ..utils.option_help import show, task_options
+from .page_command import page_main
 
 INTRO = """# Tasks and their options
 
@@ -76,27 +73,7 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    try:
-        preload(argv)
-    except ValueError as err:
-        print(f"python -m hf_icl.pages.tasks_page: error: {err}", file=sys.stderr)
-        return 2
-    parser = argparse.ArgumentParser(prog="python -m hf_icl.pages.tasks_page", description=__doc__.splitlines()[0])
-    parser.add_argument("--write", type=Path, help="write the page here")
-    parser.add_argument("--check", type=Path, help="exit 1 if this page differs from its regeneration")
-    add_import_argument(parser)
-    args = parser.parse_args(argv)
-    page = render()
-    if args.write:
-        write_text_atomic(args.write, page)
-    if args.check:
-        if not args.check.is_file() or args.check.read_text(encoding="utf-8") != page:
-            print(f"{args.check}: out of date; run python -m hf_icl.pages.tasks_page --write {args.check}",
-                  file=sys.stderr)  # fmt: skip
-            return 1
-    if not (args.write or args.check):
-        sys.stdout.write(page)
-    return 0
+    return page_main("python -m hf_icl.pages.tasks_page", __doc__.splitlines()[0], lambda _: render(), False, argv)
 
 
 if __name__ == "__main__":
