@@ -31,11 +31,20 @@ EPS = 1e-12  # as flash-linear-attention: only a row with no real key (left padd
 
 
 def taylor_features(x: torch.Tensor) -> torch.Tensor:
-    """φ(x) (..., 1 + d + d(d+1)/2) of x (..., d): the 2nd-order Taylor feature map of exp(q·k/√d)."""
+    """φ(x) (..., 1 + d + d(d+1)/2) of x (..., d): the 2nd-order Taylor feature map of exp(q·k/√d).
+
+    The pairs (x_i, x_j), i ≤ j, are taken by one product with a one-hot (d, 2P) selector rather than by indexing,
+    whose backward (an accumulating `index_put`) cost a sixth of a Based training step on the CPU; a product with
+    one-hot columns is exact.
+    """
     dim = x.shape[-1]
     i, j = torch.triu_indices(dim, dim, device=x.device)
     weight = torch.where(i == j, 2**-0.5, 1.0).to(x.dtype) / dim**0.5  # diagonal terms appear once
-    quadratic = x[..., i] * x[..., j] * weight
+    selector = torch.zeros(dim, 2 * len(i), dtype=x.dtype, device=x.device)  # (d, 2P): x_i columns, then x_j
+    selector[i, torch.arange(len(i), device=x.device)] = 1.0
+    selector[j, torch.arange(len(j), device=x.device) + len(i)] = 1.0
+    first, second = (x @ selector).split(len(i), dim=-1)  # (..., P) each
+    quadratic = first * second * weight
     return torch.cat([torch.ones_like(x[..., :1]), x / dim**0.25, quadratic], dim=-1)
 
 
