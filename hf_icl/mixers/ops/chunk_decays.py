@@ -39,6 +39,31 @@ def decay_mask(b, causal):
     return (b[..., :, None, :] - b[..., None, :, :]).float().masked_fill(~causal[..., None], float("-inf")).exp()
 
 
+class HeadDecayMask(torch.autograd.Function):
+    """exp(b_i − b_j) for j ≤ i, else 0, as float32 (..., C, C), from float64 prefix sums b (..., C, 1), with the
+    gradient of b: the per-head decay that needs one (Mamba-2's data-dependent Δ A).
+
+    With W = ∂L/∂E ⊙ E, ∂L/∂b_i = Σ_j W_ij − Σ_j W_ji. Autograd through `decay_mask` made the same gradient with
+    (C, C) float64 tensors (the broadcast difference's backward: a sum and a negation, a cast each way), the
+    costliest passes of a Mamba-2 step on the CPU; here it is one product and two sums in float32.
+    """
+
+    @staticmethod
+    @autocast_off
+    def forward(ctx, b, causal):
+        decays = decay_mask(b, causal)[..., 0]  # (..., C, C)
+        ctx.save_for_backward(decays)
+        return decays
+
+    @staticmethod
+    @autocast_off
+    def backward(ctx, grad_decays):
+        (decays,) = ctx.saved_tensors
+        weighted = grad_decays * decays  # (..., C, C): ∂L/∂(b_i − b_j)
+        grad_b = weighted.sum(-1) - weighted.sum(-2)  # (..., C)
+        return grad_b.unsqueeze(-1).double(), None
+
+
 def explicit_scores(query, key, b):
     """A_ij = Σ_d q_id k_jd exp(b_id − b_jd) for j ≤ i, formed as (M, C, C, Dk) products: (M, C, C).
 

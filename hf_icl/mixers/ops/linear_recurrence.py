@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .chunk_decays import KeyDimDecays, even_chunk_size, head_decays, key_dim_scores, tiled_scores
+from .chunk_decays import HeadDecayMask, KeyDimDecays, even_chunk_size, head_decays, key_dim_scores, tiled_scores
 from .chunk_states import ChunkStates
 from .mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .padding import token_mask, zero_padding
@@ -104,8 +104,7 @@ def _chunked(q, k, v, log_decay, size, initial_state):
         # (C, C) decay masks with autograd through them; a shared q and k take one (C, C) product for all heads
         b = _in_chunks(g.expand(batch, heads, length, 1), n, size).double().cumsum(dim=3)  # (B, H, N, C, 1)
         total = b[:, :, :, -1:]  # (B, H, N, 1, 1)
-        gaps = (b - b.transpose(-1, -2)).float().masked_fill(~causal, float("-inf"))  # b_i − b_j, (B, H, N, C, C)
-        scores = (q @ k.transpose(-1, -2)) * gaps.exp()  # (B, H, N, C, C)
+        scores = (q @ k.transpose(-1, -2)) * HeadDecayMask.apply(b, causal)  # (B, H, N, C, C): ⊙ exp(b_i − b_j)
         q_decayed, k_state = q * b.float().exp(), k * (total - b).float().exp()  # (B, H, N, C, Dk)
         out, state = ChunkStates.apply(q_decayed, k_state, v, scores, None, None, None, total.float().exp(), state)
         return _from_chunks(out, length), state
