@@ -40,18 +40,21 @@ def decay_mask(b, causal):
 
 
 class HeadDecayMask(torch.autograd.Function):
-    """exp(b_i − b_j) for j ≤ i, else 0, as float32 (..., C, C), from float64 prefix sums b (..., C, 1), with the
-    gradient of b: the per-head decay that needs one (Mamba-2's data-dependent Δ A).
+    """E_ij = exp(r_i − c_j) where `allowed` (C, C) holds, else 0, as float32 (..., C, C), from float64 prefix sums
+    r, c (..., C), with their gradients: the (C, C) decay masks of a per-head decay that needs one (Mamba-2's Δ A,
+    Gated DeltaNet's α; r = c = b, or r = b_{t−1} and c = b for the masks of the reads).
 
-    With W = ∂L/∂E ⊙ E, ∂L/∂b_i = Σ_j W_ij − Σ_j W_ji. Autograd through `decay_mask` made the same gradient with
-    (C, C) float64 tensors (the broadcast difference's backward: a sum and a negation, a cast each way), the
-    costliest passes of a Mamba-2 step on the CPU; here it is one product and two sums in float32.
+    With W = ∂L/∂E ⊙ E: ∂L/∂r_i = Σ_j W_ij and ∂L/∂c_j = −Σ_i W_ij. Autograd through the float64 difference made
+    the same gradients with (C, C) float64 tensors (the broadcast difference's backward: sums, a negation, a cast
+    each way), the costliest elementwise passes of those mixers' steps on the CPU; here it is one float32 product
+    and two sums accumulated in float64.
     """
 
     @staticmethod
     @autocast_off
-    def forward(ctx, b, causal):
-        decays = decay_mask(b, causal)[..., 0]  # (..., C, C)
+    def forward(ctx, rows, cols, allowed):
+        exponents = (rows[..., :, None] - cols[..., None, :]).float()  # (..., C, C): r_i − c_j
+        decays = exponents.masked_fill_(~allowed, float("-inf")).exp_()
         ctx.save_for_backward(decays)
         return decays
 
@@ -59,9 +62,11 @@ class HeadDecayMask(torch.autograd.Function):
     @autocast_off
     def backward(ctx, grad_decays):
         (decays,) = ctx.saved_tensors
-        weighted = grad_decays * decays  # (..., C, C): ∂L/∂(b_i − b_j)
-        grad_b = weighted.sum(-1) - weighted.sum(-2)  # (..., C)
-        return grad_b.unsqueeze(-1).double(), None
+        weighted = grad_decays * decays  # (..., C, C): ∂L/∂(r_i − c_j)
+        # summed in float64, as autograd summed the float64 difference's gradient (the sums cancel in b = r = c)
+        grad_rows = weighted.sum(-1, dtype=torch.float64) if ctx.needs_input_grad[0] else None
+        grad_cols = -weighted.sum(-2, dtype=torch.float64) if ctx.needs_input_grad[1] else None
+        return grad_rows, grad_cols, None
 
 
 def explicit_scores(query, key, b):

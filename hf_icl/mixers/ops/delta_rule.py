@@ -35,7 +35,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import initialization as init
 
-from .chunk_decays import SAFE_EXPONENT, even_chunk_size
+from .chunk_decays import SAFE_EXPONENT, HeadDecayMask, even_chunk_size
 from .mixing_maps import MixingMap, report_mixing_map
 from .padding import token_mask, zero_padding
 from .residual import residual_projection
@@ -95,11 +95,9 @@ def dplr_chunked(q, k, v, a, b, log_decay=None, chunk_size: int = 64, initial_st
             gamma = cum.float().exp()
             if cum.shape[-1] == 1:  # one decay per head: (C, C) masks of ratios ≤ 1
                 cum, previous = cum[..., 0], previous[..., 0]
-                diff = cum[..., :, None] - cum[..., None, :]  # b_t − b_j
-                diff_prev = previous[..., :, None] - cum[..., None, :]  # b_{t−1} − b_j
                 masks = (
-                    diff.float().masked_fill(~causal, float("-inf")).exp(),
-                    diff_prev.float().masked_fill(~strict, float("-inf")).exp(),
+                    HeadDecayMask.apply(cum, cum, causal),  # exp(b_t − b_j), j ≤ t
+                    HeadDecayMask.apply(previous, cum, strict),  # exp(b_{t−1} − b_j), j < t
                 )
             else:  # per key dimension: factor the ratios into the two sides
                 if bool((cum[..., -1, :] < -SAFE_EXPONENT).any()):

@@ -104,7 +104,8 @@ def _chunked(q, k, v, log_decay, size, initial_state):
         # (C, C) decay masks with autograd through them; a shared q and k take one (C, C) product for all heads
         b = _in_chunks(g.expand(batch, heads, length, 1), n, size).double().cumsum(dim=3)  # (B, H, N, C, 1)
         total = b[:, :, :, -1:]  # (B, H, N, 1, 1)
-        scores = (q @ k.transpose(-1, -2)) * HeadDecayMask.apply(b, causal)  # (B, H, N, C, C): ⊙ exp(b_i − b_j)
+        decays = HeadDecayMask.apply(b[..., 0], b[..., 0], causal)  # (B, H, N, C, C): exp(b_i − b_j), j ≤ i
+        scores = (q @ k.transpose(-1, -2)) * decays
         q_decayed, k_state = q * b.float().exp(), k * (total - b).float().exp()  # (B, H, N, C, Dk)
         out, state = ChunkStates.apply(q_decayed, k_state, v, scores, None, None, None, total.float().exp(), state)
         return _from_chunks(out, length), state
