@@ -207,9 +207,13 @@ def test_check_names_a_changed_or_invented_readme_number(tmp_path):
     readme = tmp_path / "README.md"
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert not prose_problems(ROOT / "README.md", ROOT / "docs" / "results")
-    readme.write_text(text.replace("0.9416", "0.9417", 1), encoding="utf-8")
+    claims = yaml.safe_load((ROOT / "docs" / "results" / "claims.yaml").read_text(encoding="utf-8"))["README.md"]
+    cited = next(c["text"] for c in claims if c["text"].startswith("0.") and c["text"] in text)  # e.g. the quickstart's
+    changed = cited[:-1] + str((int(cited[-1]) + 1) % 10)  # its last digit changed
+    assert changed not in text
+    readme.write_text(text.replace(cited, changed, 1), encoding="utf-8")
     problems = prose_problems(readme, ROOT / "docs" / "results")
-    assert any("README.md:" in p and "0.9417 is cited in no committed file" in p for p in problems), problems
+    assert any("README.md:" in p and f"{changed} is cited in no committed file" in p for p in problems), problems
     readme.write_text(text + "\nThe model reaches 0.777 on a task.\n", encoding="utf-8")
     assert any("0.777 is cited in no committed file" in p for p in prose_problems(readme, ROOT / "docs" / "results"))
 
