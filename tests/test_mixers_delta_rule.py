@@ -198,6 +198,17 @@ def test_taylor_features_give_the_second_order_taylor_kernel():
     assert taylor_features(x).shape[-1] == 1 + 16 + 16 * 17 // 2
 
 
+def test_taylor_features_train_after_a_first_call_under_inference_mode():
+    from hf_icl.mixers.based import _pair_selector
+
+    _pair_selector.cache_clear()  # the cached selector is built by the first call, here under inference mode
+    with torch.inference_mode():
+        scored = taylor_features(torch.randn(3, 8))
+    x = torch.randn(3, 8, dtype=torch.float32, requires_grad=True)
+    taylor_features(x).sum().backward()  # would raise if the cached selector were an inference tensor
+    assert x.grad is not None and scored.shape == (3, 1 + 8 + 8 * 9 // 2)
+
+
 def test_based_equals_normalised_taylor_attention_in_values_and_gradients():
     mixer = tiny_mixer("based")
     hidden = torch.randn(2, 50, 64, dtype=torch.float64, requires_grad=True)

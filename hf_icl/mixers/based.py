@@ -15,6 +15,8 @@ attention (`sliding_window_attention`); DESIGN's "hybrids are configuration".
 
 from __future__ import annotations
 
+import functools
+
 import torch
 from torch import nn
 
@@ -30,6 +32,20 @@ BASED_FEATURE_DIM = ConfigField("based_feature_dim", 16, "width d_f of Based's q
 EPS = 1e-12  # as flash-linear-attention: only a row with no real key (left padding) has a zero denominator
 
 
+@functools.lru_cache(maxsize=16)
+def _pair_selector(dim: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+    """The one-hot (d, 2P) selector of the pairs (x_i, x_j), i ≤ j (the x_i columns, then the x_j columns), and their
+    weights (P,); built once per width, dtype and device (every forward and every decoded token reads them), never
+    as inference tensors (a first call under `torch.inference_mode` would otherwise keep ones training cannot use)."""
+    with torch.inference_mode(False):
+        i, j = torch.triu_indices(dim, dim, device=device)
+        weight = torch.where(i == j, 2**-0.5, 1.0).to(dtype) / dim**0.5  # diagonal terms appear once
+        selector = torch.zeros(dim, 2 * len(i), dtype=dtype, device=device)
+        selector[i, torch.arange(len(i), device=device)] = 1.0
+        selector[j, torch.arange(len(j), device=device) + len(i)] = 1.0
+    return selector, weight
+
+
 def taylor_features(x: torch.Tensor) -> torch.Tensor:
     """φ(x) (..., 1 + d + d(d+1)/2) of x (..., d): the 2nd-order Taylor feature map of exp(q·k/√d).
 
@@ -38,12 +54,8 @@ def taylor_features(x: torch.Tensor) -> torch.Tensor:
     one-hot columns is exact.
     """
     dim = x.shape[-1]
-    i, j = torch.triu_indices(dim, dim, device=x.device)
-    weight = torch.where(i == j, 2**-0.5, 1.0).to(x.dtype) / dim**0.5  # diagonal terms appear once
-    selector = torch.zeros(dim, 2 * len(i), dtype=x.dtype, device=x.device)  # (d, 2P): x_i columns, then x_j
-    selector[i, torch.arange(len(i), device=x.device)] = 1.0
-    selector[j, torch.arange(len(j), device=x.device) + len(i)] = 1.0
-    first, second = (x @ selector).split(len(i), dim=-1)  # (..., P) each
+    selector, weight = _pair_selector(dim, x.dtype, x.device)
+    first, second = (x @ selector).chunk(2, dim=-1)  # (..., P) each: x_i and x_j of every pair
     quadratic = first * second * weight
     return torch.cat([torch.ones_like(x[..., :1]), x / dim**0.25, quadratic], dim=-1)
 
