@@ -178,3 +178,40 @@ def test_fused_softplus_skip_and_gate_equal_the_torch_path_and_the_unfused_scan(
     torch.testing.assert_close(oracle[1], h, atol=tolerance, rtol=tolerance)
     padded = torch.isinf(raw)
     assert (ours[3][padded] == 0).all(), "a padded step (raw Δ = −inf) takes no gradient"
+
+
+@pytest.mark.parametrize("gated", [False, True])
+def test_several_threads_give_the_same_rows_and_the_same_sums(gated):
+    """With several torch threads the batch is scanned in slices, one per thread: y, the state and every per-row
+    gradient are the same bits as on one thread; ∂A and ∂D (summed per slice, then across slices) agree to float32
+    rounding. The input is above `kernel_threads.MIN_ELEMENTS` (B·T·D·N), so the slices do run."""
+    from hf_icl.mixers.ops.kernel_threads import MIN_ELEMENTS
+
+    batch, length, channels, state_size = 5, 64, 32, 16
+    assert batch * length * channels * state_size >= MIN_ELEMENTS
+    x, delta, A, B, C, h0 = random_inputs(batch, length, channels, state_size, 3, torch.float32, padded_fraction=0)
+    gen = torch.Generator().manual_seed(7)
+    raw = torch.randn(batch, length, channels, generator=gen)
+    skip = torch.randn(channels, generator=gen)
+    gate = torch.randn(batch, length, channels, generator=gen) if gated else None
+    from hf_icl.mixers.ops import selective_scan_numba as kernels
+
+    threads, results, calls = torch.get_num_threads(), [], []
+    try:
+        for count in (1, 3):
+            torch.set_num_threads(count)
+            with pytest.MonkeyPatch.context() as monkeypatch:
+                for name in ("scan_forward", "scan_backward"):
+                    kernel = getattr(kernels, name)
+                    monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name: (calls.append(_n), _k(*a)))
+                results.append(fused_scan_with_grads("numba", monkeypatch, (x, raw, A, B, C, h0), skip, gate, 9))
+            calls.append(count)
+    finally:
+        torch.set_num_threads(threads)
+    assert calls == ["scan_forward", "scan_backward", 1] + ["scan_forward"] * 3 + ["scan_backward"] * 3 + [3]
+    names = ["y", "state", "x", "raw delta", "A", "B", "C", "h0", "D", "z"]
+    for name, one, several in zip(names, *results):
+        if name in ("A", "D"):
+            torch.testing.assert_close(several, one, rtol=1e-6, atol=1e-6, msg=name)
+        else:
+            assert torch.equal(several, one), name

@@ -38,6 +38,20 @@ def thread_count(elements: int) -> int:
     return 1 if elements < MIN_ELEMENTS else max(1, torch.get_num_threads())
 
 
+def run_sliced(call, rows: int, parts: int) -> None:
+    """`call(part, start, stop)` for each of `parts` contiguous slices of `rows` rows, concurrently (the calling
+    thread takes the last slice). `call` should spend its time in numba kernels compiled with `nogil=True`."""
+    bounds = slice_bounds(rows, parts)
+    if len(bounds) <= 1:
+        call(0, 0, rows)
+        return
+    pool = _workers(len(bounds) - 1)
+    futures = [pool.submit(call, part, lo, hi) for part, (lo, hi) in enumerate(bounds[:-1])]
+    call(len(bounds) - 1, *bounds[-1])
+    for future in futures:
+        future.result()
+
+
 def run_in_slices(kernel, arrays: list[np.ndarray], extra=(), parts: int | None = None) -> None:
     """`kernel(*row_slices, *extra)` for each slice of the rows of `arrays` (all of the same length), concurrently.
 
@@ -48,13 +62,4 @@ def run_in_slices(kernel, arrays: list[np.ndarray], extra=(), parts: int | None 
         parts: the number of slices; default `thread_count` of the first array's size.
     """
     parts = thread_count(arrays[0].size) if parts is None else parts
-    bounds = slice_bounds(arrays[0].shape[0], parts)
-    if len(bounds) <= 1:
-        kernel(*arrays, *extra)
-        return
-    pool = _workers(len(bounds) - 1)
-    futures = [pool.submit(kernel, *(a[lo:hi] for a in arrays), *extra) for lo, hi in bounds[:-1]]
-    lo, hi = bounds[-1]
-    kernel(*(a[lo:hi] for a in arrays), *extra)
-    for future in futures:
-        future.result()
+    run_sliced(lambda part, lo, hi: kernel(*(a[lo:hi] for a in arrays), *extra), arrays[0].shape[0], parts)

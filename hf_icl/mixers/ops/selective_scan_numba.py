@@ -27,9 +27,11 @@ y_t (∂x gains ∂y ⊙ D, ∂D is summed in float64); and the output may be ga
 for ∂z). Each saves passes over (B, T, D) tensors that cost more than the scan's own arithmetic at short lengths.
 A zero D (no skip), `softplus=False` and `gated=False` leave the scan as it was.
 
-Threads: the kernels are single-threaded. torch's intra-op threads are the user's thread budget; the case this was
-written for is one thread (a `prange` over batch rows would then gain nothing). With more torch threads the rest of
-the step still uses them; the scan does not.
+Threads: torch's intra-op threads are the user's thread budget. Each kernel is single-threaded and releases the GIL
+(`nogil=True`); with more than one torch thread the batch is cut into one slice of rows per thread
+(`kernel_threads.run_sliced`), each slice scanned on its own thread. The rows are independent, so y, the states and
+every per-row gradient are the same bits as one call; ∂A and ∂D are summed per slice (float64) and then across the
+slices, which may change their last float32 bit. One thread, or a small input, runs one call as before.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
+from .kernel_threads import run_sliced, thread_count
 from .numba_math import scan_exp2, scan_sigmoid, scan_softplus, scan_softplus_slope
 from .precision import autocast_off
 
@@ -49,7 +52,7 @@ NUMBA_CHUNK_ELEMENTS = 2**16  # cap on chunk·N·D: the backward's state and dec
 FASTMATH = {"contract"}  # fused multiply-adds only: no reassociation, inf, NaN and 0 kept exact
 
 
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def _step(delta_t, x_t, A_log2, B_t, previous, decay, state):
     """One step of one batch row, keeping its decays: decay = 2^(Δ_t A log2 e), state = decay ⊙ previous +
     B_t (Δ_t x_t)ᵀ. delta_t, x_t: (D,); B_t: (N,); A_log2, previous, decay, state: (N, D)."""
@@ -60,7 +63,7 @@ def _step(delta_t, x_t, A_log2, B_t, previous, decay, state):
             state[n, d] = decay[n, d] * previous[n, d] + delta_t[d] * x_t[d] * b
 
 
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def _delta_row(raw, softplus, out):
     """Δ_t (D,) into `out`: softplus(raw) (torch's threshold: r > 20 passes through) or `raw` itself."""
     for d in range(raw.shape[0]):
@@ -68,7 +71,7 @@ def _delta_row(raw, softplus, out):
         out[d] = scan_softplus(r) if softplus else r
 
 
-@njit(cache=True, fastmath=FASTMATH, error_model="numpy")
+@njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
 def scan_forward(x, delta, A_log2, B, C, D, softplus, z, gated, state, y_scan, y, checkpoints, chunk):
     """Run the scan from `state` (B, N, D), updated in place to the final state; writes the scan's output y_scan
     (B, T, D), where `gated` also y = y_scan ⊙ SiLU(z) (else y may be y_scan itself), and the state before steps
@@ -98,7 +101,7 @@ def scan_forward(x, delta, A_log2, B, C, D, softplus, z, gated, state, y_scan, y
                     out_t[d] = y_t[d] * z_t[d] * scan_sigmoid(z_t[d])  # y ⊙ SiLU(z)
 
 
-@njit(cache=True, fastmath=FASTMATH | {"reassoc"}, error_model="numpy")
+@njit(cache=True, fastmath=FASTMATH | {"reassoc"}, error_model="numpy", nogil=True)
 def scan_backward(
     x, delta, A, A_log2, B, C, D, softplus, z, gated, y_scan, checkpoints, chunk,
     grad_y, grad_state, grad_x, grad_delta, grad_A, grad_B, grad_C, grad_D, grad_z,
@@ -184,13 +187,18 @@ class NumbaSelectiveScan(torch.autograd.Function):
         state = x.new_zeros(batch, *A.shape) if initial_state is None else initial_state.clone()
         y_scan = x.new_empty(batch, length, channels)
         y = y_scan if z is None else torch.empty_like(y_scan)
-        gate = x.new_empty(1, 1, 1) if z is None else z.detach()  # (B, T, D), or a placeholder
+        gate = x.new_empty(batch, 1, 1) if z is None else z.detach()  # (B, T, D), or a placeholder
         checkpoints = x.new_empty(batch, -(-length // chunk), *A.shape)
-        A_log2 = A * LOG2_E  # (N, D): exp(Δ A) = 2^(Δ A log2 e), as in the torch path
+        A_log2 = A.detach() * LOG2_E  # (N, D): exp(Δ A) = 2^(Δ A log2 e), as in the torch path
         skip = x.new_zeros(channels) if D is None else D.detach().to(x.dtype).contiguous()  # (D,)
-        arrays = [t.detach().numpy() for t in (x, delta, A_log2, B, C, skip)]
-        outputs = [t.numpy() for t in (state, y_scan, y, checkpoints)]
-        scan_forward(*arrays, bool(softplus), gate.numpy(), z is not None, *outputs, chunk)
+        shared = (A_log2.numpy(), skip.numpy(), bool(softplus))
+        rows = [t.detach().numpy() for t in (x, delta, B, C, gate, state, y_scan, y, checkpoints)]
+
+        def scan_rows(part, lo, hi):
+            x_, delta_, B_, C_, gate_, *outputs = (a[lo:hi] for a in rows)
+            scan_forward(x_, delta_, shared[0], B_, C_, *shared[1:], gate_, z is not None, *outputs, chunk)
+
+        run_sliced(scan_rows, batch, thread_count(x.numel() * A.shape[0]))
         kept = y_scan if z is not None else gate  # the ungated output, only where ∂z needs it (else y itself)
         ctx.save_for_backward(x, delta, A, A_log2, B, C, skip, gate, kept, checkpoints)
         ctx.chunk, ctx.has_initial_state, ctx.softplus = chunk, initial_state is not None, bool(softplus)
@@ -205,11 +213,21 @@ class NumbaSelectiveScan(torch.autograd.Function):
         grad_y = torch.zeros_like(x) if grad_y is None else grad_y.contiguous()
         carry = x.new_zeros(x.shape[0], *A.shape) if grad_state is None else grad_state.contiguous().clone()
         grads = [torch.empty_like(t) for t in (x, delta, B, C, gate)]
-        grad_A, grad_D = (torch.zeros(shape, dtype=torch.float64) for shape in (A.shape, skip.shape))
-        inputs = [t.detach().numpy() for t in (x, delta, A, A_log2, B, C, skip)]
-        gating = [gate.numpy(), ctx.gated, y_scan.numpy()]
-        outputs = [t.numpy() for t in (grad_y, carry, *grads[:2], grad_A, *grads[2:4], grad_D, grads[4])]
-        scan_backward(*inputs, ctx.softplus, *gating, checkpoints.numpy(), ctx.chunk, *outputs)
+        parts = thread_count(x.numel() * A.shape[0])
+        grad_A, grad_D = (torch.zeros(parts, *shape, dtype=torch.float64) for shape in (A.shape, skip.shape))
+        A_, A_log2_, skip_ = (t.detach().numpy() for t in (A, A_log2, skip))
+        rows = [t.detach().numpy() for t in (x, delta, B, C, gate, y_scan, checkpoints, grad_y, carry, *grads)]
+
+        def scan_rows(part, lo, hi):
+            x_, delta_, B_, C_, gate_, y_scan_, checkpoints_, grad_y_, carry_, *grads_ = (a[lo:hi] for a in rows)
+            inputs = (x_, delta_, A_, A_log2_, B_, C_, skip_, ctx.softplus, gate_, ctx.gated, y_scan_, checkpoints_)
+            grad_x, grad_delta, grad_B, grad_C, grad_gate = grads_
+            sum_A, sum_D = grad_A[part].numpy(), grad_D[part].numpy()
+            outputs = (grad_y_, carry_, grad_x, grad_delta, sum_A, grad_B, grad_C, sum_D, grad_gate)
+            scan_backward(*inputs, ctx.chunk, *outputs)
+
+        run_sliced(scan_rows, x.shape[0], parts)
+        grad_A, grad_D = grad_A.sum(0), grad_D.sum(0)  # (N, D), (D,): the slices' float64 sums
         grad_initial = carry if ctx.has_initial_state else None
         grad_skip = None if ctx.skip_dtype is None else grad_D.to(ctx.skip_dtype)
         grad_gate = grads[4] if ctx.gated else None
