@@ -22,6 +22,11 @@ so O = Q_eff S_0 + O_intra and S_C = P S_0 + H with Q_eff, O_intra, P, H compute
 prefix sums, any decay strength); with one per key dimension they are factored into x ⊙ γ and y / γ, which needs
 |log γ| ≤ `SAFE_EXPONENT` inside a chunk (checked; RWKV-7's w ≥ −e^{−1/2} stays below 20 at C = 32).
 
+Compiled CPU form (`dplr_numba.numba_dplr`, needs numba): the recurrence step by step, the state in L1 cache, with
+checkpointed states for the backward; `dplr_recurrence` takes it on plain CPU tensors under `HF_ICL_SCAN_BACKEND`
+(`cpu_paths.compiled_backend`), the chunked form otherwise. At the zoo recipe's shape (T ≈ 384, Dk = Dv = 32) it is
+the cheaper form (`benchmarks/zoo_step_cost.py`).
+
 Recurrent form (decoding): `dplr_step`, O(Dk·Dv) per token. On CUDA, flash-linear-attention's `chunk_delta_rule`,
 `chunk_gated_delta_rule` and `chunk_rwkv7` are called by the mixers when they import; this file is their oracle.
 """
@@ -36,10 +41,16 @@ from torch import nn
 from transformers import initialization as init
 
 from .chunk_decays import SAFE_EXPONENT, HeadDecayMask, even_chunk_size
+from .cpu_paths import compiled_backend
 from .mixing_maps import MixingMap, report_mixing_map
 from .padding import token_mask, zero_padding
 from .residual import residual_projection
 from .short_conv import CausalDepthwiseConv
+
+try:
+    from .dplr_numba import numba_dplr
+except ImportError:  # numba is missing: the chunked torch form
+    numba_dplr = None
 
 try:  # pragma: no cover - CUDA only
     from fla.ops.delta_rule import chunk_delta_rule
@@ -203,6 +214,8 @@ def dplr_recurrence(q, k, v, a, b, log_decay=None, mask=None, state=None, chunk_
         g = None if log_decay is None else log_decay[:, :, 0]
         out, final = dplr_step(q[:, :, 0], k[:, :, 0], v[:, :, 0], a[:, :, 0], b[:, :, 0], g, previous)
         out = out[:, :, None].to(v.dtype)
+    elif compiled_backend(numba_dplr is not None, q, k, v, a, b, log_decay, previous) == "numba":
+        out, final = numba_dplr(q, k, v, a, b, log_decay, previous)
     else:
         out, final = dplr_chunked(q, k, v, a, b, log_decay, chunk_size, previous, b_scale)
     if state is not None:
