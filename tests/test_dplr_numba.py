@@ -1,6 +1,7 @@
 """The compiled (numba) DPLR recurrence ≡ the naive recurrence in float64 (values, final state and every gradient),
-≡ the chunked torch form inside the DeltaNet, Gated DeltaNet, RWKV-7 and Mamba-2 mixers, and gives the same bits on
-one thread and on several."""
+≡ the chunked torch form inside whole tiny models of every mixer that takes it (DeltaNet, Gated DeltaNet, RWKV-7; and
+without its low-rank term Mamba-2, RetNet, GLA and linear attention), and gives the same bits on one thread and on
+several."""
 
 import pytest
 
@@ -64,7 +65,7 @@ NAMES = ["out", "state", "q", "k", "v", "a", "b", "g", "initial state"]
 def test_compiled_recurrence_equals_the_naive_one(rows, length, keys, values, per_key, low_rank, checkpoint, seed):
     inputs = random_rows(rows, length, keys, values, per_key, seed)
     with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(dplr_numba, "CHECKPOINT_STEPS", checkpoint)  # several checkpoints even when T is short
+        monkeypatch.setattr(dplr_numba, "MAX_CHECKPOINT_STEPS", checkpoint)  # several checkpoints at short T
         ours = with_grads(NumbaDPLR.apply, inputs, low_rank)
     oracle = with_grads(naive_recurrence, inputs, low_rank)
     for name, value, expected in zip(NAMES, ours, oracle):
@@ -89,7 +90,9 @@ def test_several_threads_give_the_same_bits():
         assert torch.equal(one, several), name
 
 
-@pytest.mark.parametrize("architecture", ["deltanet", "gated_deltanet", "rwkv7"])
+@pytest.mark.parametrize(
+    "architecture", ["deltanet", "gated_deltanet", "rwkv7", "mamba2", "retnet", "gla", "linear_transformer"]
+)
 def test_tiny_models_train_the_same_under_both_backends(monkeypatch, architecture):
     """A whole model's loss and every parameter's gradient: compiled recurrence ≡ chunked torch form (left padding
     included), and the cached decoding that follows a compiled prefill continues the same state."""

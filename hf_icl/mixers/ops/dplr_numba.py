@@ -32,13 +32,15 @@ from .kernel_threads import run_sliced, thread_count
 from .precision import autocast_off
 
 OPTIONS = dict(cache=True, fastmath={"contract"}, error_model="numpy", nogil=True)
-CHECKPOINT_STEPS = 64  # steps per state checkpoint: the backward's (65, Dk, Dv) buffer (fp32, 32 × 32: 266 KB)
+CHECKPOINT_ELEMENTS = 2**15  # cap on steps·Dk·Dv: the backward's buffer of a chunk's states (fp32: 128 KB) stays in L2
+MAX_CHECKPOINT_STEPS = 64
 
 
 @njit(**OPTIONS)
 def _advance(q_t, k_t, v_t, a_t, b_t, g_t, low_rank, state, read, out_t):
     """One step in place: read = aᵀ S (Dv,), S ← diag(exp g) S + b readᵀ + k vᵀ, out_t = qᵀ S (Dv,).
-    q_t, k_t, a_t, b_t: (Dk,); v_t: (Dv,); g_t: (G,) with G = 1 (one decay for every key dimension) or Dk."""
+    q_t, k_t, a_t, b_t: (Dk,); v_t: (Dv,); g_t: (G,) with G = 1 (one decay for every key dimension) or Dk.
+    (In place on purpose: with a separate source array LLVM no longer vectorises the update, 4x slower.)"""
     keys, values = state.shape
     read[:] = 0
     if low_rank:
@@ -57,6 +59,14 @@ def _advance(q_t, k_t, v_t, a_t, b_t, g_t, low_rank, state, read, out_t):
             s = decay * state[i, j] + b_i * read[j] + k_i * v_t[j]
             state[i, j] = s
             out_t[j] += q_i * s
+
+
+@njit(**OPTIONS)
+def _copy(source, target):
+    """target[:] = source for (Dk, Dv) arrays, as a plain loop (numba's slice assignment is several times slower)."""
+    for i in range(source.shape[0]):
+        for j in range(source.shape[1]):
+            target[i, j] = source[i, j]
 
 
 @njit(**OPTIONS)
@@ -96,32 +106,30 @@ def dplr_backward(
             states[0] = checkpoints[r, index]
             for j in range(steps):
                 t = start + j
-                states[j + 1] = states[j]
+                _copy(states[j], states[j + 1])
                 _advance(q[r, t], k[r, t], v[r, t], a[r, t], b[r, t], g[r, t], low_rank, states[j + 1], reads[j], dummy)
             for j in range(steps - 1, -1, -1):
                 t = start + j
-                q_t, k_t, v_t, a_t, b_t, dout = q[r, t], k[r, t], v[r, t], a[r, t], b[r, t], grad_out[r, t]
-                previous, current, read = states[j], states[j + 1], reads[j]
+                # 2-D indexing throughout: a row view per key dimension (adjoint[i]) costs an atomic reference
+                # count update each, which made this loop several times slower than its arithmetic.
                 per_key = g.shape[2] > 1
                 decay = np.exp(g[r, t, 0])
                 grad_read[:] = 0
-                grad_v_t = grad_v[r, t]
-                grad_v_t[:] = 0
+                grad_v[r, t] = 0
                 for i in range(keys):
                     if per_key:
                         decay = np.exp(g[r, t, i])
-                    q_i, k_i, b_i = q_t[i], k_t[i], b_t[i]
+                    q_i, k_i, b_i = q[r, t, i], k[r, t, i], b[r, t, i]
                     sum_q = sum_k = sum_b = sum_g = v.dtype.type(0)
-                    row, now, before = adjoint[i], current[i], previous[i]
                     for j2 in range(values):
-                        s = row[j2] + q_i * dout[j2]  # ∂loss/∂S_t[i, j2]
-                        sum_q += now[j2] * dout[j2]
-                        sum_k += s * v_t[j2]
-                        sum_b += s * read[j2]
-                        sum_g += s * before[j2]
-                        grad_v_t[j2] += s * k_i
-                        grad_read[j2] += s * b_i
-                        row[j2] = s * decay  # the decay's share of ∂loss/∂S_{t−1}
+                        total = adjoint[i, j2] + q_i * grad_out[r, t, j2]  # ∂loss/∂S_t[i, j2]
+                        sum_q += states[j + 1, i, j2] * grad_out[r, t, j2]
+                        sum_k += total * v[r, t, j2]
+                        sum_b += total * reads[j, j2]
+                        sum_g += total * states[j, i, j2]
+                        grad_v[r, t, j2] += total * k_i
+                        grad_read[j2] += total * b_i
+                        adjoint[i, j2] = total * decay  # the decay's share of ∂loss/∂S_{t−1}
                     grad_q[r, t, i] = sum_q
                     grad_k[r, t, i] = sum_k
                     grad_b[r, t, i] = sum_b
@@ -130,16 +138,19 @@ def dplr_backward(
                     grad_g[r, t] = grad_log_decay
                 else:
                     grad_g[r, t, 0] = grad_log_decay.sum()
-                if low_rank:  # read = Sᵀ_{t−1} a: ∂S_{t−1} += a ∂readᵀ, ∂a = S_{t−1} ∂read
-                    for i in range(keys):
-                        a_i, row, before = a_t[i], adjoint[i], previous[i]
-                        sum_a = v.dtype.type(0)
+                for i in range(keys):  # read = Sᵀ_{t−1} a: ∂S_{t−1} += a ∂readᵀ, ∂a = S_{t−1} ∂read
+                    a_i = a[r, t, i]
+                    sum_a = v.dtype.type(0)
+                    if low_rank:
                         for j2 in range(values):
-                            row[j2] += a_i * grad_read[j2]
-                            sum_a += before[j2] * grad_read[j2]
-                        grad_a[r, t, i] = sum_a
-                else:
-                    grad_a[r, t] = 0
+                            adjoint[i, j2] += a_i * grad_read[j2]
+                            sum_a += states[j, i, j2] * grad_read[j2]
+                    grad_a[r, t, i] = sum_a
+
+
+def checkpoint_steps(keys: int, values: int) -> int:
+    """Steps between two state checkpoints: as many (Dk, Dv) states as fit in `CHECKPOINT_ELEMENTS`, 1 to 64."""
+    return max(1, min(MAX_CHECKPOINT_STEPS, CHECKPOINT_ELEMENTS // (keys * values)))
 
 
 class NumbaDPLR(torch.autograd.Function):
@@ -155,18 +166,19 @@ class NumbaDPLR(torch.autograd.Function):
         rows, length, values = v.shape
         state = initial_state.clone()
         out = v.new_empty(rows, length, values)
-        checkpoints = v.new_empty(rows, -(-length // CHECKPOINT_STEPS), *state.shape[1:])
+        steps = checkpoint_steps(*state.shape[1:])
+        checkpoints = v.new_empty(rows, -(-length // steps), *state.shape[1:])
         inputs = [t.detach().numpy() for t in (q, k, v, a, b, g)]
         outputs = [t.numpy() for t in (state, out, checkpoints)]
         arrays = inputs + outputs
 
         def run_rows(part, lo, hi):
             q_, k_, v_, a_, b_, g_, state_, out_, checkpoints_ = (x[lo:hi] for x in arrays)
-            dplr_forward(q_, k_, v_, a_, b_, g_, low_rank, state_, out_, checkpoints_, CHECKPOINT_STEPS)
+            dplr_forward(q_, k_, v_, a_, b_, g_, low_rank, state_, out_, checkpoints_, steps)
 
         run_sliced(run_rows, rows, thread_count(q.numel() * values))
         ctx.save_for_backward(q, k, v, a, b, g, checkpoints)
-        ctx.low_rank = low_rank
+        ctx.low_rank, ctx.steps = low_rank, steps
         return out, state
 
     @staticmethod
@@ -182,7 +194,7 @@ class NumbaDPLR(torch.autograd.Function):
 
         def run_rows(part, lo, hi):
             q_, k_, v_, a_, b_, g_, checkpoints_, grad_out_, carry_, *grads_ = (x[lo:hi] for x in arrays)
-            inputs = (q_, k_, v_, a_, b_, g_, ctx.low_rank, checkpoints_, CHECKPOINT_STEPS, grad_out_, carry_)
+            inputs = (q_, k_, v_, a_, b_, g_, ctx.low_rank, checkpoints_, ctx.steps, grad_out_, carry_)
             dplr_backward(*inputs, *grads_)
 
         run_sliced(run_rows, q.shape[0], thread_count(q.numel() * v.shape[2]))

@@ -19,6 +19,10 @@ in Python, time steps are never looped over.
 
 `GatedLinearRecurrenceMixer` is the body RetNet's retention and GLA share around the recurrence.
 
+Compiled CPU form (`dplr_numba.numba_dplr` without its low-rank term, needs numba): the recurrence step by step with
+the state in L1 cache; `linear_recurrence` takes it on plain CPU tensors under `HF_ICL_SCAN_BACKEND`
+(`cpu_paths.compiled_backend`) for states of at most `COMPILED_MAX_STATE` numbers, the chunked form otherwise.
+
 Recurrent form (decoding): `recurrent_step`, O(Dk·Dv) per token. On CUDA, `chunked_linear_attention` dispatches to
 flash-linear-attention's chunk kernels (`chunk_simple_gla` for none/scalar decays, `chunk_gla` per key dim) when
 they import; the pure path below is their oracle.
@@ -32,9 +36,19 @@ from torch import nn
 
 from .chunk_decays import HeadDecayMask, KeyDimDecays, even_chunk_size, head_decays, key_dim_scores, tiled_scores
 from .chunk_states import ChunkStates
+from .cpu_paths import compiled_backend
 from .mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .padding import token_mask, zero_padding
 from .residual import residual_projection
+
+# The largest Dk·Dv taken by the compiled recurrence (zoo_step_cost: Mamba-2's 64 × 32 state gains from it, Based's
+# 153 × 33 Taylor-feature state loses to the chunked form's matmuls).
+COMPILED_MAX_STATE = 4096
+
+try:
+    from .dplr_numba import numba_dplr
+except ImportError:  # numba is missing: the chunked torch form
+    numba_dplr = None
 
 try:  # pragma: no cover - CUDA only
     from fla.ops.gla import chunk_gla
@@ -178,6 +192,11 @@ def linear_recurrence(q, k, v, log_decay=None, mask=None, state=None, chunk_size
         step_decay = None if log_decay is None else log_decay.expand(*q.shape[:3], -1)[:, :, 0]
         out, final = recurrent_step(q[:, :, 0], k[:, :, 0], v[:, :, 0], step_decay, previous)
         out = out[:, :, None]  # (B, H, 1, Dv)
+    elif (
+        q.shape[-1] * v.shape[-1] <= COMPILED_MAX_STATE
+        and compiled_backend(numba_dplr is not None, q, k, v, log_decay, previous) == "numba"
+    ):
+        out, final = numba_dplr(q, k, v, None, None, log_decay, previous)  # no low-rank term
     else:
         out, final = chunked_linear_attention(q, k, v, log_decay, chunk_size, previous)
     if state is not None:
