@@ -16,8 +16,10 @@ O(d · d_h · N) per token.
 
 Short sequences without a cache (T ≤ `DIRECT_MAX_LENGTH`) skip the FFT over the H·d_h² outer-product channels:
 z_t = Σ_j (q_t · k̃_j)(K_h[t − j] + D_h δ_tj) v_j, the same sum as attention with the Toeplitz kernel as a
-multiplicative mask, O(T² d) instead of O(T log T · d · d_h), computed a few batch rows at a time so that the maps
-stay in cache (`ops/gated_toeplitz.py`). The threshold is measured by `benchmarks/h3_short_form.py`.
+multiplicative mask, O(T² d) instead of O(T log T · d · d_h). On plain CPU tensors with numba (under
+`HF_ICL_SCAN_BACKEND`) a compiled kernel runs it over j ≤ t only, without (T, T) maps (`ops/toeplitz_numba.py`);
+otherwise it is computed a few batch rows at a time so that the maps stay in cache (`ops/gated_toeplitz.py`). The
+threshold is measured by `benchmarks/h3_short_form.py`.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import torch
 from torch import nn
 from transformers import initialization as init
 
+from .ops.cpu_paths import compiled_backend
 from .ops.diagonal_ssm import DiagonalSSM
 from .ops.gated_toeplitz import gated_toeplitz_mix
 from .ops.mixing_maps import MixingMap, causal_key_mask, report_mixing_map
@@ -34,6 +37,11 @@ from .ops.residual import residual_projection
 from .ops.short_conv import CausalDepthwiseConv
 from .registry import register_mixer
 from .shared_fields import CONV_KERNEL, SSM_STATE_SIZE
+
+try:
+    from .ops.toeplitz_numba import toeplitz_mix
+except ImportError:  # numba is missing: the blocked matmul form
+    toeplitz_mix = None
 
 DIRECT_MAX_LENGTH = 512  # longest uncached input mixed by the quadratic form (measured; see the module docstring)
 
@@ -91,8 +99,11 @@ class H3Mixer(nn.Module):
         k = self.shift(k, state, name="shift_window") + self.shift_skip * k  # (B, T, d)
         if state is None and length <= direct_max_length:
             q, k, v = (t.reshape(batch, length, heads, head_dim) for t in (q, k, v))  # (B, T, H, D)
-            heads_first = (t.transpose(1, 2) for t in (q, k, v))  # (B, H, T, D)
-            z = gated_toeplitz_mix(*heads_first, self.ssm.toeplitz_map(length))  # (B, H, T, D)
+            heads_first = [t.transpose(1, 2) for t in (q, k, v)]  # (B, H, T, D)
+            if compiled_backend(toeplitz_mix is not None, *heads_first) == "numba":
+                z = toeplitz_mix(*heads_first, self.ssm.toeplitz_lags(length))  # (B, H, T, D)
+            else:
+                z = gated_toeplitz_mix(*heads_first, self.ssm.toeplitz_map(length))
             return q, k, v, z.transpose(1, 2).to(v.dtype)  # z: (B, T, H, D)
         kv = k.view(batch, length, heads, head_dim, 1) * v.view(batch, length, heads, 1, head_dim)  # (B, T, H, D, D)
         z = self.ssm(kv, state, prefix="kv_ssm")  # (B, T, H, D, D)

@@ -88,13 +88,17 @@ class DiagonalSSM(nn.Module):
         dtA, _, B_bar = self.discretize()
         return _kernel(torch.view_as_complex(self.C) * B_bar, _powers(dtA, length))
 
+    def toeplitz_lags(self, length: int) -> torch.Tensor:
+        """The map of `forward` from a zero state by lag, (C, T): entry l is K_l, plus D at lag 0."""
+        lags = self.kernel(length).t()  # (C, L)
+        return torch.cat([lags[:, :1] + self.D[:, None], lags[:, 1:]], dim=1)
+
     def toeplitz_map(self, length: int) -> torch.Tensor:
         """The exact map (C, T, T) of `forward` from a zero state: M_tj = K_{t−j} (j ≤ t) plus D on the diagonal."""
-        kernel = self.kernel(length).t()  # (C, L)
-        lag = torch.arange(length, device=kernel.device)
+        lags = self.toeplitz_lags(length)  # (C, T)
+        lag = torch.arange(length, device=lags.device)
         lag = lag[:, None] - lag[None]  # (T, T): t − j
-        maps = kernel[:, lag.clamp(min=0)] * (lag >= 0)  # (C, T, T)
-        return maps + torch.diag_embed(self.D[:, None].expand(-1, length))
+        return lags[:, lag.clamp(min=0)] * (lag >= 0)  # (C, T, T)
 
     def forward(self, u: torch.Tensor, state=None, prefix: str = "ssm") -> torch.Tensor:
         """Apply the SSMs to `u` (B, T, C, *E); with a `MixerState`, continue from / store its entry `prefix`.
