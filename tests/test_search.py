@@ -97,3 +97,24 @@ def test_a_trial_cut_by_a_kill_is_resumed_under_its_number(tmp_path, monkeypatch
     assert main([spec]) == 0
     rows = json.loads((tmp_path / "out" / "trials.json").read_text())
     assert [(row["trial"], row["state"]) for row in rows] == [(0, "complete")]
+
+
+def test_a_resumed_trial_does_not_report_its_earlier_steps_again(tmp_path, monkeypatch):
+    """The journal already holds the records a killed trial reported; the resumed run reports only the new steps
+    (optuna warns and ignores a step reported twice)."""
+    import warnings
+
+    monkeypatch.setattr(search_module, "POLL_SECONDS", 0.2)
+    spec = write_spec(tmp_path, {**SEARCH, "trials": 1})
+    from hf_icl import sweep
+
+    search = search_module.Search(sweep.load_spec(spec), sweep)
+    trial = search.study.ask()
+    search_module.suggest(trial, search.search)
+    trial.report(0.5, 2)  # reported before the kill
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert main([spec]) == 0
+    assert not [w for w in caught if "already reported" in str(w.message)]
+    rows = json.loads((tmp_path / "out" / "trials.json").read_text())
+    assert [(row["trial"], row["state"], row["steps"]) for row in rows] == [(0, "complete", 4)]

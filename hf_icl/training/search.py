@@ -278,6 +278,11 @@ class Search:
         print(f"    {name}: {result['status']} ({result['seconds']} s)", flush=True)
         return result
 
+    def reported_steps(self, trial) -> list[int]:
+        """The steps whose validation value `trial` has already reported (earlier sessions of a resumed trial)."""
+        frozen = [t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number]
+        return list(frozen[0].intermediate_values) if frozen else []
+
     def train_reporting(self, trial, point) -> dict:
         """The point's training process, with its validation records reported as they come and pruning by `STOP`."""
         run_dir = Path(point.arguments["output_dir"])
@@ -287,7 +292,8 @@ class Search:
             arguments = {k: v for k, v in point.arguments.items() if k != "output_dir"}
             (self.root / f"{point.name}.yaml").write_text(yaml.safe_dump(arguments, sort_keys=False))
             command = self.sweep.point_command(self.spec, point)
-            started, reported, pruned = time.time(), set(), False
+            started, pruned = time.time(), False
+            reported = set(self.reported_steps(trial))  # a resumed trial: its earlier records are in the journal
             with open(self.root / f"{point.name}.log", "a") as log:
                 log.write(f"\n$ {' '.join(command)}\n")
                 log.flush()
