@@ -121,15 +121,24 @@ def dplr_backward(
                         decay = np.exp(g[r, t, i])
                     q_i, k_i, b_i = q[r, t, i], k[r, t, i], b[r, t, i]
                     sum_q = sum_k = sum_b = sum_g = v.dtype.type(0)
-                    for j2 in range(values):
-                        total = adjoint[i, j2] + q_i * grad_out[r, t, j2]  # ∂loss/∂S_t[i, j2]
-                        sum_q += states[j + 1, i, j2] * grad_out[r, t, j2]
-                        sum_k += total * v[r, t, j2]
-                        sum_b += total * reads[j, j2]
-                        sum_g += total * states[j, i, j2]
-                        grad_v[r, t, j2] += total * k_i
-                        grad_read[j2] += total * b_i
-                        adjoint[i, j2] = total * decay  # the decay's share of ∂loss/∂S_{t−1}
+                    if low_rank:
+                        for j2 in range(values):
+                            total = adjoint[i, j2] + q_i * grad_out[r, t, j2]  # ∂loss/∂S_t[i, j2]
+                            sum_q += states[j + 1, i, j2] * grad_out[r, t, j2]
+                            sum_k += total * v[r, t, j2]
+                            sum_b += total * reads[j, j2]
+                            sum_g += total * states[j, i, j2]
+                            grad_v[r, t, j2] += total * k_i
+                            grad_read[j2] += total * b_i
+                            adjoint[i, j2] = total * decay  # the decay's share of ∂loss/∂S_{t−1}
+                    else:  # the same without the low-rank read (zero): two products and a store fewer
+                        for j2 in range(values):
+                            total = adjoint[i, j2] + q_i * grad_out[r, t, j2]
+                            sum_q += states[j + 1, i, j2] * grad_out[r, t, j2]
+                            sum_k += total * v[r, t, j2]
+                            sum_g += total * states[j, i, j2]
+                            grad_v[r, t, j2] += total * k_i
+                            adjoint[i, j2] = total * decay
                     grad_q[r, t, i] = sum_q
                     grad_k[r, t, i] = sum_k
                     grad_b[r, t, i] = sum_b
