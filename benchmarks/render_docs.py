@@ -74,6 +74,11 @@ ABOUT = {
         "ratio = the architecture's step time ÷ the Transformer's (tiny preset, 4 layers, B = 32, T = 384, one "
         "thread), the median of the per-round ratios; target ≤ 1.3 for every zoo architecture.",
     ),
+    "compiled_recurrences": (
+        "The zoo mixers' compiled CPU forms against the PyTorch forms they replaced",
+        "one mixer (the first layer of each tiny model), forward + backward at B = 32, T = 384, one thread; ratio = "
+        "PyTorch form ÷ compiled form, the median of the per-round ratios; outputs and gradients checked equal first.",
+    ),
     "regression_training_step": (
         "In-context regression training steps per second, each architecture against the Transformer",
         "ratio = steps/s of the architecture ÷ the Transformer's, the median of the per-round ratios; target ≥ 0.5 "
