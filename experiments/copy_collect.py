@@ -87,9 +87,11 @@ def main() -> None:
     group = first["group_by"]
     lengths = args.lengths.split(",") if args.lengths else sorted(first[f"per_{group}"], key=int)
     train_max = first.get(f"train_max_{group}")
+    threads = sorted({metrics["train"].get("threads", 1) for _, metrics in loaded})
+    threads = "one thread" if threads == [1] else f"{' or '.join(map(str, threads))} threads, all counted"
     lines = [
         f"String accuracy by greedy generation through `pipeline` per test {group} (longest training {group}: "
-        f"{train_max}); `val` = validation split (training lengths). CPU s = `train.cpu_time_s` (one thread, "
+        f"{train_max}); `val` = validation split (training lengths). CPU s = `train.cpu_time_s` ({threads}, "
         "shared 2-core machine).",
         "",
         f"| run | parameters | steps | CPU s | final loss | val | {' | '.join(lengths)} |",
