@@ -9,25 +9,39 @@ from hf_icl.mixers.ops.selective_scan import SCAN_BACKEND_ENV
 
 
 def assert_model_agrees_under_both_backends(
-    monkeypatch, architecture: str, loss_tolerance: float = 1e-5, tokens: int = 20, length: int = 33, **overrides
-):
+    monkeypatch, architecture: str, loss_tolerance: float = 1e-5, tokens: int = 20, length: int = 33,
+    left_padding: int = 0, generated: int = 0, **overrides,
+):  # fmt: skip
     """Train-step loss and every parameter's gradient of a `tiny` model (with config `overrides`), numba path against
-    the torch path, on ids drawn from 1..tokens − 1 (few tokens: many repeats, e.g. n-gram matches)."""
+    the torch path, on ids drawn from 1..tokens − 1 (few tokens: many repeats, e.g. n-gram matches). With
+    `left_padding`, the second row's first positions are padding; with `generated`, greedy generation of that many
+    tokens after the first half of the ids (a compiled prefill, then cached steps) gives the same tokens."""
     config = hf_icl.config_for(architecture, "tiny", vocab_size=20, **overrides)
     torch.manual_seed(0)
     model = AutoModelForCausalLM.from_config(config)
     input_ids = torch.randint(1, tokens, (3, length), generator=torch.Generator().manual_seed(0))
+    attention_mask = torch.ones_like(input_ids)
+    attention_mask[1, :left_padding] = 0
     results = {}
     for backend in ("numba", "torch"):
         monkeypatch.setenv(SCAN_BACKEND_ENV, backend)
         model.zero_grad(set_to_none=True)
-        loss = model(input_ids=input_ids, labels=input_ids).loss
+        loss = model(input_ids=input_ids, attention_mask=attention_mask, labels=input_ids).loss
         loss.backward()
-        results[backend] = (loss.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None])
+        grads = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+        tokens_out = None
+        if generated:
+            with torch.no_grad():
+                half = length // 2
+                tokens_out = model.generate(input_ids[:, :half], attention_mask=attention_mask[:, :half],
+                                            max_new_tokens=generated, do_sample=False)  # fmt: skip
+        results[backend] = (loss.detach(), grads, tokens_out)
     torch.testing.assert_close(results["numba"][0], results["torch"][0], atol=loss_tolerance, rtol=loss_tolerance)
     assert len(results["numba"][1]) == len(results["torch"][1]) > 0
     for ours, oracle in zip(results["numba"][1], results["torch"][1]):
-        torch.testing.assert_close(ours, oracle, atol=1e-5, rtol=1e-4)
+        torch.testing.assert_close(ours, oracle, atol=1e-5 * (oracle.abs().max().item() + 1e-3), rtol=1e-4)
+    if generated:
+        assert torch.equal(results["numba"][2], results["torch"][2])
     return model
 
 

@@ -8,6 +8,7 @@ import pytest
 pytest.importorskip("numba")
 
 import torch  # noqa: E402
+from backend_oracle import assert_model_agrees_under_both_backends  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -95,31 +96,6 @@ def test_several_threads_give_the_same_bits():
 )
 def test_tiny_models_train_the_same_under_both_backends(monkeypatch, architecture):
     """A whole model's loss and every parameter's gradient: compiled recurrence ≡ chunked torch form (left padding
-    included), and the cached decoding that follows a compiled prefill continues the same state."""
-    from transformers import AutoModelForCausalLM
-
-    import hf_icl
-    from hf_icl.mixers.ops.cpu_paths import SCAN_BACKEND_ENV
-
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(hf_icl.config_for(architecture, "tiny", vocab_size=20))
-    input_ids = torch.randint(1, 20, (2, 70))  # more than one chunk of the chunked form, two checkpoints
-    attention_mask = torch.ones_like(input_ids)
-    attention_mask[1, :6] = 0
-    results = {}
-    for backend in ("numba", "torch"):
-        monkeypatch.setenv(SCAN_BACKEND_ENV, backend)
-        model.zero_grad()
-        loss = model(input_ids=input_ids, attention_mask=attention_mask, labels=input_ids).loss
-        loss.backward()
-        with torch.no_grad():
-            generated = model.generate(
-                input_ids[:, :40], attention_mask=attention_mask[:, :40], max_new_tokens=5, do_sample=False
-            )
-        results[backend] = loss.detach(), {n: p.grad.clone() for n, p in model.named_parameters()}, generated
-    torch.testing.assert_close(results["numba"][0], results["torch"][0], atol=1e-5, rtol=1e-5)
-    for name, grad in results["numba"][1].items():
-        expected = results["torch"][1][name]
-        scale = expected.abs().max().item() + 1e-3
-        torch.testing.assert_close(grad, expected, atol=1e-5 * scale, rtol=1e-4, msg=name)
-    assert torch.equal(results["numba"][2], results["torch"][2])
+    included, more than one chunk and two checkpoints), and cached decoding after a compiled prefill continues the
+    same state."""
+    assert_model_agrees_under_both_backends(monkeypatch, architecture, length=70, left_padding=6, generated=5)
