@@ -95,7 +95,8 @@ def dplr_backward(
     values = v.shape[2]
     states = np.empty((chunk + 1, keys, values), v.dtype)  # the states before and after each step of a chunk
     reads = np.empty((chunk, values), v.dtype)
-    dummy = np.empty(values, v.dtype)
+    dummy = np.empty(values, v.dtype)  # the recomputation's outputs, not needed
+    per_key = g.shape[2] > 1  # one decay per key dimension (else one for the whole state)
     grad_read = np.empty(values, v.dtype)
     grad_log_decay = np.empty(keys, v.dtype)
     for r in range(rows):
@@ -112,7 +113,6 @@ def dplr_backward(
                 t = start + j
                 # 2-D indexing throughout: a row view per key dimension (adjoint[i]) costs an atomic reference
                 # count update each, which made this loop several times slower than its arithmetic.
-                per_key = g.shape[2] > 1
                 decay = np.exp(g[r, t, 0])
                 grad_read[:] = 0
                 grad_v[r, t] = 0
