@@ -37,36 +37,56 @@ MAX_CHECKPOINT_STEPS = 64
 
 
 @njit(**OPTIONS)
-def _advance(q_t, k_t, v_t, a_t, b_t, g_t, low_rank, state, read, out_t):
-    """One step in place: read = aᵀ S (Dv,), S ← diag(exp g) S + b readᵀ + k vᵀ, out_t = qᵀ S (Dv,).
-    q_t, k_t, a_t, b_t: (Dk,); v_t: (Dv,); g_t: (G,) with G = 1 (one decay for every key dimension) or Dk.
-    (In place on purpose: with a separate source array LLVM no longer vectorises the update, 4x slower.)"""
-    keys, values = state.shape
-    read[:] = 0
+def _advance(q, k, v, a, b, g, low_rank, r, t, states, s, reads, w, out, emit):
+    """Step t of row r in place on states[s] (Dk, Dv): reads[w] = aᵀ S (Dv,), S ← diag(exp g) S + b readᵀ + k vᵀ, and
+    with `emit` out[r, t] = qᵀ S (Dv,). q, k, a, b: (R, T, Dk); v, out: (R, T, Dv); g: (R, T, G) with G = 1 (one
+    decay for every key dimension) or Dk.
+    Everything is indexed in full (arrays and indices, never a row view): a view costs an atomic reference count
+    update each, which at Dk·Dv ≈ 10³ per step is a large share of the step. (In place on purpose: with a separate
+    source array LLVM no longer vectorises the update, 4x slower.)"""
+    keys, values = states.shape[1], states.shape[2]
     if low_rank:
+        for j in range(values):
+            reads[w, j] = 0
         for i in range(keys):
-            a_i = a_t[i]
+            a_i = a[r, t, i]
             for j in range(values):
-                read[j] += a_i * state[i, j]
-    out_t[:] = 0
-    per_key = g_t.shape[0] > 1
-    decay = np.exp(g_t[0])
+                reads[w, j] += a_i * states[s, i, j]
+    if emit:
+        for j in range(values):
+            out[r, t, j] = 0
+    per_key = g.shape[2] > 1
+    decay = np.exp(g[r, t, 0])
     for i in range(keys):
         if per_key:
-            decay = np.exp(g_t[i])
-        b_i, k_i, q_i = b_t[i], k_t[i], q_t[i]
-        for j in range(values):
-            s = decay * state[i, j] + b_i * read[j] + k_i * v_t[j]
-            state[i, j] = s
-            out_t[j] += q_i * s
+            decay = np.exp(g[r, t, i])
+        k_i, q_i = k[r, t, i], q[r, t, i]
+        b_i = b[r, t, i] if low_rank else k_i  # (unread without the low-rank term)
+        if low_rank and emit:
+            for j in range(values):
+                x = decay * states[s, i, j] + b_i * reads[w, j] + k_i * v[r, t, j]
+                states[s, i, j] = x
+                out[r, t, j] += q_i * x
+        elif low_rank:
+            for j in range(values):
+                states[s, i, j] = decay * states[s, i, j] + b_i * reads[w, j] + k_i * v[r, t, j]
+        elif emit:
+            for j in range(values):
+                x = decay * states[s, i, j] + k_i * v[r, t, j]
+                states[s, i, j] = x
+                out[r, t, j] += q_i * x
+        else:
+            for j in range(values):
+                states[s, i, j] = decay * states[s, i, j] + k_i * v[r, t, j]
 
 
 @njit(**OPTIONS)
-def _copy(source, target):
-    """target[:] = source for (Dk, Dv) arrays, as a plain loop (numba's slice assignment is several times slower)."""
-    for i in range(source.shape[0]):
-        for j in range(source.shape[1]):
-            target[i, j] = source[i, j]
+def _copy(source, s, target, u):
+    """target[u] = source[s] for (·, Dk, Dv) arrays, as a plain loop (numba's slice assignment is several times
+    slower, and a view per call costs a reference count update)."""
+    for i in range(source.shape[1]):
+        for j in range(source.shape[2]):
+            target[u, i, j] = source[s, i, j]
 
 
 @njit(**OPTIONS)
@@ -75,12 +95,12 @@ def dplr_forward(q, k, v, a, b, g, low_rank, state, out, checkpoints, chunk):
     (R, T, Dv) and the state before steps 0, chunk, 2·chunk, … into checkpoints (R, ⌈T/chunk⌉, Dk, Dv).
     q, k, a, b: (R, T, Dk); v: (R, T, Dv); g: (R, T, G). `low_rank` False skips the b aᵀ term (a, b unread)."""
     rows, length = q.shape[0], q.shape[1]
-    read = np.empty(v.shape[2], v.dtype)
+    read = np.empty((1, v.shape[2]), v.dtype)
     for r in range(rows):
         for t in range(length):
             if t % chunk == 0:
-                checkpoints[r, t // chunk] = state[r]
-            _advance(q[r, t], k[r, t], v[r, t], a[r, t], b[r, t], g[r, t], low_rank, state[r], read, out[r, t])
+                _copy(state, r, checkpoints[r], t // chunk)
+            _advance(q, k, v, a, b, g, low_rank, r, t, state, r, read, 0, out, True)
 
 
 @njit(cache=True, fastmath={"contract", "reassoc"}, error_model="numpy", nogil=True)
@@ -95,64 +115,77 @@ def dplr_backward(
     values = v.shape[2]
     states = np.empty((chunk + 1, keys, values), v.dtype)  # the states before and after each step of a chunk
     reads = np.empty((chunk, values), v.dtype)
-    dummy = np.empty(values, v.dtype)  # the recomputation's outputs, not needed
     per_key = g.shape[2] > 1  # one decay per key dimension (else one for the whole state)
     grad_read = np.empty(values, v.dtype)
     grad_log_decay = np.empty(keys, v.dtype)
+    decay_terms = np.empty(values, v.dtype)  # one decay: Σ_i ∂S_t[i, ·] ⊙ S_{t−1}[i, ·], summed over i as vectors
     for r in range(rows):
-        adjoint = grad_state[r]  # (Dk, Dv): ∂loss/∂S_t from the steps after t, then ∂loss/∂S_{t−1}
         for index in range(checkpoints.shape[1] - 1, -1, -1):
             start = index * chunk
             steps = min(chunk, length - start)
-            states[0] = checkpoints[r, index]
+            _copy(checkpoints[r], index, states, 0)
             for j in range(steps):
-                t = start + j
-                _copy(states[j], states[j + 1])
-                _advance(q[r, t], k[r, t], v[r, t], a[r, t], b[r, t], g[r, t], low_rank, states[j + 1], reads[j], dummy)
+                _copy(states, j, states, j + 1)
+                _advance(q, k, v, a, b, g, low_rank, r, start + j, states, j + 1, reads, j, grad_out, False)
             for j in range(steps - 1, -1, -1):
                 t = start + j
-                # 2-D indexing throughout: a row view per key dimension (adjoint[i]) costs an atomic reference
-                # count update each, which made this loop several times slower than its arithmetic.
+                # 2-D indexing throughout: a row view per key dimension costs an atomic reference count update
+                # each, which made this loop several times slower than its arithmetic. grad_state[r] holds
+                # ∂loss/∂S_t from the steps after t, then ∂loss/∂S_{t−1}.
                 decay = np.exp(g[r, t, 0])
-                grad_read[:] = 0
-                grad_v[r, t] = 0
+                for j2 in range(values):
+                    grad_read[j2] = 0
+                    grad_v[r, t, j2] = 0
+                    decay_terms[j2] = 0
                 for i in range(keys):
                     if per_key:
                         decay = np.exp(g[r, t, i])
-                    q_i, k_i, b_i = q[r, t, i], k[r, t, i], b[r, t, i]
+                    q_i, k_i = q[r, t, i], k[r, t, i]
                     sum_q = sum_k = sum_b = sum_g = v.dtype.type(0)
                     if low_rank:
+                        b_i = b[r, t, i]
                         for j2 in range(values):
-                            total = adjoint[i, j2] + q_i * grad_out[r, t, j2]  # ∂loss/∂S_t[i, j2]
+                            total = grad_state[r, i, j2] + q_i * grad_out[r, t, j2]  # ∂loss/∂S_t[i, j2]
                             sum_q += states[j + 1, i, j2] * grad_out[r, t, j2]
                             sum_k += total * v[r, t, j2]
                             sum_b += total * reads[j, j2]
                             sum_g += total * states[j, i, j2]
                             grad_v[r, t, j2] += total * k_i
                             grad_read[j2] += total * b_i
-                            adjoint[i, j2] = total * decay  # the decay's share of ∂loss/∂S_{t−1}
-                    else:  # the same without the low-rank read (zero): two products and a store fewer
+                            grad_state[r, i, j2] = total * decay  # the decay's share of ∂loss/∂S_{t−1}
+                    elif per_key:  # the same without the low-rank read (zero): two products and a store fewer
                         for j2 in range(values):
-                            total = adjoint[i, j2] + q_i * grad_out[r, t, j2]
+                            total = grad_state[r, i, j2] + q_i * grad_out[r, t, j2]
                             sum_q += states[j + 1, i, j2] * grad_out[r, t, j2]
                             sum_k += total * v[r, t, j2]
                             sum_g += total * states[j, i, j2]
                             grad_v[r, t, j2] += total * k_i
-                            adjoint[i, j2] = total * decay
+                            grad_state[r, i, j2] = total * decay
+                    else:  # one decay: its gradient's terms summed as vectors, one horizontal sum per step
+                        for j2 in range(values):
+                            total = grad_state[r, i, j2] + q_i * grad_out[r, t, j2]
+                            sum_q += states[j + 1, i, j2] * grad_out[r, t, j2]
+                            sum_k += total * v[r, t, j2]
+                            decay_terms[j2] += total * states[j, i, j2]
+                            grad_v[r, t, j2] += total * k_i
+                            grad_state[r, i, j2] = total * decay
                     grad_q[r, t, i] = sum_q
                     grad_k[r, t, i] = sum_k
                     grad_b[r, t, i] = sum_b
                     grad_log_decay[i] = sum_g * decay
                 if per_key:
-                    grad_g[r, t] = grad_log_decay
-                else:
+                    for i in range(keys):
+                        grad_g[r, t, i] = grad_log_decay[i]
+                elif low_rank:
                     grad_g[r, t, 0] = grad_log_decay.sum()
+                else:
+                    grad_g[r, t, 0] = decay_terms.sum() * decay
                 for i in range(keys):  # read = Sᵀ_{t−1} a: ∂S_{t−1} += a ∂readᵀ, ∂a = S_{t−1} ∂read
                     a_i = a[r, t, i]
                     sum_a = v.dtype.type(0)
                     if low_rank:
                         for j2 in range(values):
-                            adjoint[i, j2] += a_i * grad_read[j2]
+                            grad_state[r, i, j2] += a_i * grad_read[j2]
                             sum_a += states[j, i, j2] * grad_read[j2]
                     grad_a[r, t, i] = sum_a
 
