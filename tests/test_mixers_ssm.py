@@ -207,6 +207,30 @@ def test_h3_direct_form_equals_fft_form(length, heads, pad):
         torch.testing.assert_close(direct, fft, rtol=1e-8, atol=1e-9)
 
 
+@pytest.mark.parametrize(
+    ("backend", "length", "expected"),
+    [("auto", 600, "compiled"), ("auto", 2049, "fft"), ("torch", 600, "fft"), ("torch", 500, "blocked")],
+)
+def test_h3_default_threshold_follows_the_form_taken(backend, length, expected, monkeypatch):
+    """Without an explicit `direct_max_length`, the quadratic form runs up to the threshold measured for the path the
+    input takes: the compiled kernel to `COMPILED_DIRECT_MAX_LENGTH` (RegBench batches of 600 tokens stay off the
+    FFT), the PyTorch blocked form to `DIRECT_MAX_LENGTH`; beyond, the FFT form."""
+    import hf_icl.mixers.h3 as h3
+
+    if h3.toeplitz_mix is None and expected == "compiled":
+        pytest.fail("numba is a dependency of the package: the compiled Toeplitz mix must import")
+    assert h3.DIRECT_MAX_LENGTH < 600 < h3.COMPILED_DIRECT_MAX_LENGTH < 2049
+    monkeypatch.setenv("HF_ICL_SCAN_BACKEND", backend)
+    taken = []
+    monkeypatch.setattr(h3, "toeplitz_mix", lambda *a: taken.append("compiled") or torch.zeros(a[2].shape))
+    monkeypatch.setattr(h3, "gated_toeplitz_mix", lambda *a: taken.append("blocked") or torch.zeros(a[2].shape))
+    monkeypatch.setattr(DiagonalSSM, "forward", lambda self, kv, *a, **k: taken.append("fft") or torch.zeros_like(kv))
+    mixer = H3Mixer(mixer_config("h3", num_attention_heads=2, ssm_state_size=4), 0)
+    with torch.no_grad():
+        mixer.mix(torch.randn(1, length, 64), None, None)
+    assert taken == [expected]
+
+
 def naive_hyena(mixer, x):
     """zⁿ = xⁿ ⊙ (lⁿ * z^{n−1} + bⁿ z^{n−1}) with the long convolutions as plain double loops."""
     width, order, length = mixer.width, mixer.order, x.shape[1]

@@ -17,9 +17,11 @@ O(d · d_h · N) per token.
 Short sequences without a cache (T ≤ `DIRECT_MAX_LENGTH`) skip the FFT over the H·d_h² outer-product channels:
 z_t = Σ_j (q_t · k̃_j)(K_h[t − j] + D_h δ_tj) v_j, the same sum as attention with the Toeplitz kernel as a
 multiplicative mask, O(T² d) instead of O(T log T · d · d_h). On plain CPU tensors with numba (under
-`HF_ICL_SCAN_BACKEND`) a compiled kernel runs it over j ≤ t only, without (T, T) maps (`ops/toeplitz_numba.py`);
-otherwise it is computed a few batch rows at a time so that the maps stay in cache (`ops/gated_toeplitz.py`). The
-threshold is measured by `benchmarks/h3_short_form.py`.
+`HF_ICL_SCAN_BACKEND`) a compiled kernel runs it over j ≤ t only, without (T, T) maps (`ops/toeplitz_numba.py`), up
+to T = `COMPILED_DIRECT_MAX_LENGTH`; otherwise it is computed a few batch rows at a time so that the maps stay in
+cache (`ops/gated_toeplitz.py`), up to T = `DIRECT_MAX_LENGTH`. Both thresholds are measured by
+`benchmarks/h3_short_form.py` (RegBench's length-grouped batches reach 600+ tokens, where the FFT form cost a zoo
+run 3-4x its compiled direct form).
 """
 
 from __future__ import annotations
@@ -43,7 +45,8 @@ try:
 except ImportError:  # numba is missing: the blocked matmul form
     toeplitz_mix = None
 
-DIRECT_MAX_LENGTH = 512  # longest uncached input mixed by the quadratic form (measured; see the module docstring)
+DIRECT_MAX_LENGTH = 512  # longest uncached input mixed by the PyTorch quadratic form (measured: module docstring)
+COMPILED_DIRECT_MAX_LENGTH = 2048  # the same for the compiled quadratic form
 
 
 @register_mixer("h3", config_fields=(SSM_STATE_SIZE, CONV_KERNEL))
@@ -86,10 +89,11 @@ class H3Mixer(nn.Module):
     def state_size(self) -> int:
         return self.shift.state_bytes() + self.ssm.state_bytes(copies=self.head_dim**2)
 
-    def mix(self, hidden_states, mask, state, direct_max_length: int = DIRECT_MAX_LENGTH):
+    def mix(self, hidden_states, mask, state, direct_max_length: int | None = None):
         """q, the shifted keys k̃ and v (B, T, H, D) and z = q_tᵀ SSM(k̃ vᵀ)_t (B, T, H, D), before W_o.
 
-        Without a state and with T ≤ `direct_max_length`, z is the quadratic form ((q k̃ᵀ) ⊙ Toeplitz) v.
+        Without a state and with T ≤ `direct_max_length` (default: the measured threshold of the form this input
+        takes, `COMPILED_DIRECT_MAX_LENGTH` or `DIRECT_MAX_LENGTH`), z is the quadratic form ((q k̃ᵀ) ⊙ Toeplitz) v.
         """
         batch, length, width = hidden_states.shape
         heads, head_dim = self.num_heads, self.head_dim
@@ -97,10 +101,11 @@ class H3Mixer(nn.Module):
         k = zero_padding(self.k_proj(hidden_states), mask)  # (B, T, d): padding never enters the windows
         v = zero_padding(self.v_proj(hidden_states), mask)
         k = self.shift(k, state, name="shift_window") + self.shift_skip * k  # (B, T, d)
-        if state is None and length <= direct_max_length:
+        direct = self.direct_form(length, state, direct_max_length, q, k, v)
+        if direct is not None:
             q, k, v = (t.reshape(batch, length, heads, head_dim) for t in (q, k, v))  # (B, T, H, D)
             heads_first = [t.transpose(1, 2) for t in (q, k, v)]  # (B, H, T, D)
-            if compiled_backend(toeplitz_mix is not None, *heads_first) == "numba":
+            if direct == "numba":
                 z = toeplitz_mix(*heads_first, self.ssm.toeplitz_lags(length))  # (B, H, T, D)
             else:
                 z = gated_toeplitz_mix(*heads_first, self.ssm.toeplitz_map(length))
@@ -109,6 +114,18 @@ class H3Mixer(nn.Module):
         z = self.ssm(kv, state, prefix="kv_ssm")  # (B, T, H, D, D)
         z = (q * z).sum(dim=3)  # (B, T, H, D): q_iᵀ z'_i
         return q[..., 0], k.view(batch, length, heads, head_dim), v.view(batch, length, heads, head_dim), z
+
+    @staticmethod
+    def direct_form(length: int, state, direct_max_length: int | None, *tensors) -> str | None:
+        """The quadratic form's path for q, k̃, v (`"numba"` or `"torch"`), or None where the FFT form runs: with a
+        state (decoding), and above the length threshold (`direct_max_length`, or the path's measured one)."""
+        limit = COMPILED_DIRECT_MAX_LENGTH if direct_max_length is None else direct_max_length
+        if state is not None or length > limit:
+            return None
+        backend = compiled_backend(toeplitz_mix is not None, *tensors)
+        if direct_max_length is None and backend == "torch" and length > DIRECT_MAX_LENGTH:
+            return None
+        return backend
 
     def gated_toeplitz(self, q, k, length):
         """(q_t · k̃_j)(K_h[t − j] + D_h δ_tj) for j ≤ t: (B, H, T, T) from q, k̃ (B, H, T, D)."""
