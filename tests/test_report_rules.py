@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from scipy import stats
 from test_report import FINDINGS, NUMBERS, copy_run, p5_pair, rate, write_run
 
+import hf_icl
 from hf_icl.report import assess, build_report, find_runs, load_paper_numbers
 from hf_icl.report.build import number_lines
 from hf_icl.report.papers import PAPER_NUMBERS
@@ -51,6 +52,44 @@ def test_one_seed_contrasts_are_capped(tmp_path):
     assert loss.verdict == "inconclusive" and loss.why == "too few seeds"
     two = assess(FINDINGS["p5-decision-tree"], NUMBERS, p5_pair(tmp_path / "t", "decision_tree", 0.3, 0.6, seeds=2))
     assert two.verdict == "direction only" and two.why == "2 seeds" and two.seeds == {"Transformer": 2, "Mamba": 2}
+
+
+def test_seeds_written_by_two_code_versions_are_one_setting(tmp_path):
+    """An argument one code version writes as null and another as `{}` (or absent), or an override that sets a field
+    to its preset's own value, does not split the seeds of one setting: three seeds a side still separate, and the
+    verdict is not capped at fewer seeds. An override to another value does split them."""
+    default = hf_icl.config_for("transformer", "tiny").position_embedding
+    p5_pair(tmp_path / "mixed", "decision_tree", 0.30, 0.60, knn=1.5, spread=0.01)
+    for name, seed, value in (("transformer", 1, {}), ("transformer", 2, []), ("mamba", 0, None)):
+        file = tmp_path / "mixed" / f"{name}-s{seed}" / "metrics.json"
+        metrics = json.loads(file.read_text())
+        metrics["run_config"]["shared_overrides"] = value
+        if seed == 2:
+            metrics["run_config"]["overrides"] = {"position_embedding": default}
+        file.write_text(json.dumps(metrics))
+    other = "nope" if default != "nope" else "rope"
+    split = find_runs([tmp_path / "mixed"])
+    first = next(r for r in split if r.metrics["architecture"] == "transformer" and r.seed == 0)
+    first.metrics["run_config"]["overrides"] = {"position_embedding": other}
+    assert len({r.setting for r in split}) == 3
+    result = rate_runs("p5-decision-tree", tmp_path / "mixed")
+    assert result.seeds == {"Transformer": 3, "Mamba": 3}, result.reason
+    assert result.verdict in ("reproduced", "direction only") and not result.why, result.reason
+
+
+def test_a_pilot_on_fewer_seeds_neither_caps_nor_contradicts_three_seeds(tmp_path):
+    """A one-seed pilot that disagrees sits beside a 3-seed experiment of the same pair: the 3-seed one decides and
+    the pilot is listed as superseded. Without the 3-seed experiment, two disagreeing experiments stay inconclusive."""
+    p5_pair(tmp_path / "pilot", "decision_tree", 0.60, 0.30, knn=1.5, seeds=1)  # the other way round, one seed
+    p5_pair(tmp_path / "other_pilot", "decision_tree", 0.30, 0.60, knn=1.5, seeds=1)
+    undecided = assess(FINDINGS["p5-decision-tree"], NUMBERS, find_runs([tmp_path / "pilot", tmp_path / "other_pilot"]))
+    assert undecided.verdict == "inconclusive", undecided.reason
+    p5_pair(tmp_path / "seeds", "decision_tree", 0.30, 0.60, knn=1.5, spread=0.01)
+    result = assess(FINDINGS["p5-decision-tree"], NUMBERS, find_runs([tmp_path / "pilot", tmp_path / "seeds"]))
+    assert result.verdict in ("reproduced", "direction only") and not result.why, result.reason
+    assert result.seeds == {"Transformer": 3, "Mamba": 3}
+    assert [line.where.split(";")[0] for line in result.lines] == ["`seeds`"]
+    assert any(where == "`pilot`" and why.startswith("superseded") for where, _, why in result.others)
 
 
 def test_a_parity_needs_its_interval_inside_the_tolerance(tmp_path):

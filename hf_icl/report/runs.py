@@ -8,6 +8,7 @@ best seed where the paper reports its best seed).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import statistics
@@ -33,8 +34,13 @@ class RunRecord:
     @property
     def setting(self) -> str:
         config = self.metrics.get("run_config", {})
-        # a null argument is one not given: a run made before the argument existed has no key, and is the same setting
-        key = {k: v for k, v in config.items() if k not in BOOKKEEPING and v is not None}
+        # a null or empty argument is one not given: a run made before the argument existed has no key, and one code
+        # version writes `{}` where another wrote null; they are the same setting
+        key = {k: v for k, v in config.items() if k not in BOOKKEEPING and v not in (None, {}, [])}
+        if key.get("overrides"):  # an override that sets a field to its preset's value is no override
+            defaults = preset_defaults(self.metrics.get("architecture"), self.metrics.get("preset", "small"))
+            kept = {k: v for k, v in key["overrides"].items() if defaults.get(k, _ABSENT) != _as_json(v)}
+            key = {k: v for k, v in key.items() if k != "overrides"} | ({"overrides": kept} if kept else {})
         return json.dumps([self.metrics.get("task"), key], sort_keys=True, default=str)
 
     @property
@@ -81,6 +87,29 @@ def matches(record: RunRecord, task: str | None, conditions: dict) -> bool:
     if task is not None and record.metrics.get("task") != task:
         return False
     return all(_equal(record.lookup(path), expected) for path, expected in conditions.items())
+
+
+@functools.cache
+def _preset_defaults(architecture: str, preset: str) -> str:
+    from ..architectures import ARCHITECTURES
+
+    try:
+        return json.dumps(ARCHITECTURES[architecture].config_class.from_preset(preset).to_dict(), default=str)
+    except (KeyError, TypeError, ValueError):
+        return "{}"
+
+
+_ABSENT = object()
+
+
+def _as_json(value):
+    return json.loads(json.dumps(value, default=str))
+
+
+def preset_defaults(architecture: str | None, preset: str) -> dict:
+    """The config fields of `architecture`'s `preset` with every default filled in, or `{}` where it cannot be
+    built (an architecture no longer registered)."""
+    return json.loads(_preset_defaults(architecture, preset)) if architecture else {}
 
 
 def model_config(metrics: dict) -> dict:
