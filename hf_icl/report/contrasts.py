@@ -93,6 +93,7 @@ def assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunRe
     outcomes: dict[str, list[str]] = {}  # experiment -> the verdicts of its pairs
     whys: dict[str, list[str]] = {}
     aside = 0
+    measurements: list[dict] = []  # one per pair and experiment that measures it with both sides trained
     for better_id, worse_id in finding.pairs:
         better, worse = numbers.entries[better_id], numbers.entries[worse_id]
         label = pair_label(better, worse)
@@ -114,27 +115,49 @@ def assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunRe
             verdict, why = found.pop() if len(found) == 1 else (INCONCLUSIVE, NOT_SELECTED)
             if (late_b or late_w) and verdict != INCONCLUSIVE:
                 verdict, why = INCONCLUSIVE, OVER_BUDGET
-            b, w = options[0]
-            separation = judged[0][2] if len(options) == 1 else None
-            one = len(options) == 1
-            ours = f"{ours_text(better, b)} vs {ours_text(worse, w)}" if one else f"{len(options)} setting pairs"
-            how = f"`{experiment}`" + ("" if one else f", {len(options)} pairs of settings without validation numbers")
-            if separation is not None:
-                how += f"; {separation.text(parity=finding.kind == 'parity')}"
-            shown = verdict + (f" ({why})" if why else "")
-            result.lines.append(Line(label, f"{paper_text(better)} vs {paper_text(worse)}", ours,
-                                     tolerance_text(better), shown, how, seeds=min(b.seeds, w.seeds),
-                                     separation=separation))  # fmt: skip
-            outcomes.setdefault(experiment, []).append(verdict)
-            whys.setdefault(experiment, []).append(why)
-            pair.update(measured=True, verdict=verdict, why=why,
-                        separation=separation.as_json() if separation else None)  # fmt: skip
-            for model, setting in ((better.row if better.row != worse.row else better.column, b),
-                                   (worse.row if better.row != worse.row else worse.column, w)):  # fmt: skip
-                result.seeds[model] = min(result.seeds.get(model, setting.seeds), setting.seeds)
-            result.scaled += [n for s in (b, w) for n in s.scale(better) if n not in result.scaled]
-            result.evidence += [s for s in (b, w) if s not in result.evidence]
+            seeds = min(min(b.seeds for b, _ in options), min(w.seeds for _, w in options))
+            measurements.append(dict(pair=pair, better=better, worse=worse, label=label, experiment=experiment,
+                                     options=options, judged=judged, verdict=verdict, why=why,
+                                     seeds=seeds))  # fmt: skip
+    for m in _superseded_set_aside(measurements, result):
+        better, worse, experiment, options = m["better"], m["worse"], m["experiment"], m["options"]
+        verdict, why = m["verdict"], m["why"]
+        b, w = options[0]
+        separation = m["judged"][0][2] if len(options) == 1 else None
+        one = len(options) == 1
+        ours = f"{ours_text(better, b)} vs {ours_text(worse, w)}" if one else f"{len(options)} setting pairs"
+        how = f"`{experiment}`" + ("" if one else f", {len(options)} pairs of settings without validation numbers")
+        if separation is not None:
+            how += f"; {separation.text(parity=finding.kind == 'parity')}"
+        shown = verdict + (f" ({why})" if why else "")
+        result.lines.append(Line(m["label"], f"{paper_text(better)} vs {paper_text(worse)}", ours,
+                                 tolerance_text(better), shown, how, seeds=min(b.seeds, w.seeds),
+                                 separation=separation))  # fmt: skip
+        outcomes.setdefault(experiment, []).append(verdict)
+        whys.setdefault(experiment, []).append(why)
+        m["pair"].update(measured=True, verdict=verdict, why=why,
+                         separation=separation.as_json() if separation else None)  # fmt: skip
+        for model, setting in ((better.row if better.row != worse.row else better.column, b),
+                               (worse.row if better.row != worse.row else worse.column, w)):  # fmt: skip
+            result.seeds[model] = min(result.seeds.get(model, setting.seeds), setting.seeds)
+        result.scaled += [n for s in (b, w) for n in s.scale(better) if n not in result.scaled]
+        result.evidence += [s for s in (b, w) if s not in result.evidence]
     return _conclude(result, numbers, outcomes, whys, aside)
+
+
+def _superseded_set_aside(measurements: list[dict], result: Assessment) -> list[dict]:
+    """The measurements that count: where an experiment measures a pair on `MIN_SEEDS` seeds a side or more, the
+    same pair's measurements on fewer seeds in other experiments (pilots, searches) are listed, not counted."""
+    kept = []
+    for m in measurements:
+        full = [o["experiment"] for o in measurements if o["pair"] is m["pair"] and o["seeds"] >= MIN_SEEDS]
+        if m["seeds"] < MIN_SEEDS and full:
+            seeds = f"{m['seeds']} seed{'s' * (m['seeds'] != 1)} a side"
+            result.others.append((f"`{m['experiment']}`", m["label"],
+                                  f"superseded: {seeds}, where `{full[0]}` has {MIN_SEEDS} or more"))  # fmt: skip
+        else:
+            kept.append(m)
+    return kept
 
 
 def _conclude(result: Assessment, numbers: PaperNumbers, outcomes: dict, whys: dict, aside: int) -> Assessment:

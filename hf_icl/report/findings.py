@@ -24,7 +24,8 @@ Rules (the report prints them):
   finding, it is **inconclusive: over budget**. The rule is the same for every paper.
 - **Counted once.** Each finding and each published number gets one verdict, however many experiments measure it;
   a contrast is judged within one experiment (same budget and data), and experiments that disagree make it
-  inconclusive.
+  inconclusive. Where an experiment measures a pair on 3 seeds a side or more, the same pair's measurements on fewer
+  seeds (a search's single point, a pilot) are listed as superseded, not counted: they neither cap nor contradict it.
 - **A claim about several numbers needs them all.** Where some of a finding's numbers are measured and agree with the
   paper but others were never measured, the claim is not shown: **inconclusive: partly measured** (numbers that
   disagree with the paper still refute it). A contrast that names several models or pairs is ✔ or ✘ only when every
