@@ -133,6 +133,16 @@ class _Tee:
         self.stream.flush()
 
 
+def check_architectures(parser, names) -> None:
+    """Exit with argparse's one-line error where a name in `--architectures` is not a registered architecture."""
+    import hf_icl
+
+    known = hf_icl.list_architectures()
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        parser.error(f"argument --architectures: {unknown[0]!r} is not one of: {', '.join(known)}")
+
+
 def add_output_argument(parser) -> None:
     parser.add_argument("--output", metavar="FILE", help="also write the printed tables and the machine facts as JSON")
 

@@ -74,6 +74,12 @@ ABOUT = {
         "ratio = the architecture's step time ÷ the Transformer's (tiny preset, 4 layers, B = 32, T = 384, one "
         "thread), the median of the per-round ratios; target ≤ 1.3 for every zoo architecture.",
     ),
+    "run_time_breakdown": (
+        "Where a RegBench zoo run's CPU time goes besides its forward+backward steps",
+        "each part's share of the training loop (process CPU time, one thread, a short run of the recipe through "
+        "`train.py`): forward+backward, AdamW, the next batch, checkpoints, the rest (clipping, logging, scheduler); "
+        "the test evaluation after training is outside `train.cpu_time_s`. No target: it says where a fix would pay.",
+    ),
     "compiled_recurrences": (
         "The zoo mixers' compiled CPU forms against the PyTorch forms they replaced",
         "one mixer (the first layer of each tiny model), forward + backward at B = 32, T = 384, one thread; ratio = "

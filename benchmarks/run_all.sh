@@ -28,13 +28,14 @@ declare -A ARGS=(
   [cpu_kernels]="--rounds 5 --repeats 5"
   [zoo_step_cost]="--rounds 3 --repeats 3"
   [compiled_recurrences]="--rounds 5 --repeats 3"
+  [run_time_breakdown]="--steps 60"
 )
 # Benchmarks timed on more threads than one: the quickstart step runs on two, as a bare `train.py` does.
 declare -A THREADS=([training_throughput]=2)
 ORDER=(ngram_baseline regbench_generation baum_welch ngram_head linear_attention_chunked gla_fast_forgetting
        mamba_training_step transformer_vs_gpt2 training_throughput regular_gpt_attention regression_training_step
        decode_per_token recurrent_mixers_chunked h3_short_form training_levers mamba_mixing_map cpu_kernels
-       zoo_step_cost compiled_recurrences)
+       zoo_step_cost compiled_recurrences run_time_breakdown)
 mkdir -p "$OUT"
 for name in "${@:-${ORDER[@]}}"; do
   [[ -n "${ARGS[$name]+x}" ]] || { echo "unknown benchmark $name (one of: ${ORDER[*]})" >&2; exit 2; }

@@ -15,7 +15,7 @@ import argparse
 import statistics
 
 import torch
-from common import add_output_argument, median_ratio, median_time, print_table, run_recorded
+from common import add_output_argument, check_architectures, median_ratio, median_time, print_table, run_recorded
 from transformers import AutoModelForCausalLM
 
 import hf_icl
@@ -48,11 +48,7 @@ def main(argv=None) -> None:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median per-round ratio counts")
     add_output_argument(parser)
     args = parser.parse_args(argv)
-    unknown = [a for a in args.architectures if a not in hf_icl.list_architectures()]
-    if unknown:
-        parser.error(
-            f"argument --architectures: {unknown[0]!r} is not one of: {', '.join(hf_icl.list_architectures())}"
-        )
+    check_architectures(parser, args.architectures)
     torch.set_num_threads(1)
     input_ids = torch.randint(0, 20, (args.batch, args.length), generator=torch.Generator().manual_seed(0))
     reference = forward_backward("transformer", args.layers, input_ids)
