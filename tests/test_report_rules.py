@@ -16,6 +16,7 @@ from test_report import FINDINGS, NUMBERS, copy_run, p5_pair, rate, write_run
 import hf_icl
 from hf_icl.report import assess, build_report, find_runs, load_paper_numbers
 from hf_icl.report.build import number_lines
+from hf_icl.report.findings import measured, select
 from hf_icl.report.papers import PAPER_NUMBERS
 from hf_icl.report.separation import welch
 
@@ -168,6 +169,22 @@ def test_an_untrained_run_never_defines_a_number(tmp_path):
     records = find_runs([tmp_path])
     line = number_lines(NUMBERS, [], records)["p2_table1/parity_check/regular_gpt_c2_avg"]
     assert line.ours.startswith("0.990") and "`table`" in line.where
+
+
+def test_a_nan_validation_score_is_no_score(tmp_path):
+    """A validation metric with no rows (P2's accuracy beyond the training lengths, on a split of training lengths
+    only) is NaN: the selection falls back to the declared `select_on` score instead of comparing NaNs, so the setting
+    that fits parity better in range is chosen, whichever is listed first."""
+    for name, lr, in_range, test in (("a_worse", 3e-4, 0.60, 0.90), ("b_better", 1e-3, 1.0, 0.70)):
+        write_run(tmp_path / "p2" / name, "parity_check", "regular_gpt",
+                  {"accuracy": test, "accuracy_in_train_range": in_range}, lr=lr, options={"train_max_length": 12},
+                  validation={"accuracy": float("nan"), "accuracy_in_train_range": in_range},
+                  overrides={"dilated_attention_chunk_size": 2})  # fmt: skip
+    entry = NUMBERS.entries["p2_table1/parity_check/regular_gpt_c2_avg"]
+    settings = measured(entry, find_runs([tmp_path]))
+    for order in (settings, settings[::-1]):
+        pick = select(entry, order)
+        assert pick.setting.runs[0].name == "b_better" and "accuracy_in_train_range" in pick.how, pick.how
 
 
 def test_a_run_over_the_budget_is_shown_but_never_the_evidence_alone(tmp_path):

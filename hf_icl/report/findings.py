@@ -41,6 +41,7 @@ Rules (the report prints them):
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -181,7 +182,7 @@ def select(entry: Entry, candidates: list[Setting], metric: str | None = None, b
 def validation_scores(settings: list[Setting], metric: str, statistic: str) -> list[tuple[Setting, float]]:
     """`(setting, its validation value of metric)` for the settings that have one."""
     scored = [(s, s.value(f"validation.{metric}", statistic)) for s in settings]
-    return [(s, v) for s, v in scored if v is not None]
+    return [(s, v) for s, v in scored if v is not None and not math.isnan(v)]  # NaN: a metric with no rows there
 
 
 def longest(settings: list[Setting]) -> list[Setting]:
