@@ -187,6 +187,20 @@ def test_a_nan_validation_score_is_no_score(tmp_path):
         assert pick.setting.runs[0].name == "b_better" and "accuracy_in_train_range" in pick.how, pick.how
 
 
+@pytest.mark.parametrize(("search_in_range", "selected"), [(0.50, "seeded"), (0.60, "search")])
+def test_validation_scores_within_the_tolerance_tie_and_the_most_seeds_win(tmp_path, search_in_range, selected):
+    """A one-seed search point at chance (0.500 in range) does not displace a 3-seed setting at chance (0.492): the
+    gap is within the tolerance (0.03), so the seeds decide. A search point clearly better (0.600) is selected."""
+    entry = NUMBERS.entries["p2_table1/parity_check/regular_gpt_c2_avg"]
+    for name, lr, in_range, seeds in (("seeded", 3e-4, 0.492, 3), ("search", 1e-3, search_in_range, 1)):
+        write_run(tmp_path / "p2" / name, "parity_check", "regular_gpt",
+                  {"accuracy": 0.5, "accuracy_in_train_range": in_range}, lr=lr, seeds=seeds,
+                  options={"train_max_length": 12}, validation={"accuracy_in_train_range": in_range},
+                  overrides={"dilated_attention_chunk_size": 2})  # fmt: skip
+    pick = select(entry, measured(entry, find_runs([tmp_path])))
+    assert pick.setting.runs[0].name.startswith(selected), pick.how
+
+
 def test_a_run_over_the_budget_is_shown_but_never_the_evidence_alone(tmp_path):
     def mamba(name, accuracy, cpu_minutes, steps):
         write_run(tmp_path / name / "mamba", "regbench", "mamba", {"accuracy": accuracy, "tvd": 0.37}, steps=steps,

@@ -3,7 +3,9 @@
 Rules (the report prints them):
 
 - **Selection on validation.** Where several settings could answer for a number, the one with the best validation
-  score is selected and its *test* number reported. Settings without validation numbers are never selected on test:
+  score is selected and its *test* number reported; settings whose validation scores are within the number's
+  tolerance of the best are tied, and the tie goes to the one with the most seeds (a one-seed search point at chance
+  does not displace a seeded setting at chance). Settings without validation numbers are never selected on test:
   if they all lead to the same verdict, that verdict stands and no single setting is named; if they disagree, the
   verdict is **inconclusive: not selected** and every setting is listed.
 - **The paper's setting first.** A run below the paper's setting (fewer key–value pairs, dimensions, training
@@ -170,7 +172,10 @@ def select(entry: Entry, candidates: list[Setting], metric: str | None = None, b
         metric, better = entry.select_on, "higher"
         scored = validation_scores(pool, metric, entry.statistic)
     if scored:
-        best = (max if better == "higher" else min)(scored, key=lambda sv: sv[1])[0]
+        best, top = (max if better == "higher" else min)(scored, key=lambda sv: sv[1])
+        if entry.scale != "log":  # validation scores within the tolerance of the best tie: the most seeds win
+            near = [(s, v) for s, v in scored if abs(v - top) <= entry.tolerance]
+            best = max(near, key=lambda sv: (len(sv[0].runs), sv[1] if better == "higher" else -sv[1]))[0]
         rest = len(pool) - len(scored)
         how = f"best validation {metric.split('.')[-1]} of {len(scored)} settings" if len(scored) > 1 else "one setting"
         return Pick(best, how + (f"; {rest} without validation numbers not considered" if rest else ""), pool, shorter)
