@@ -90,13 +90,15 @@ def matches(record: RunRecord, task: str | None, conditions: dict) -> bool:
 
 
 @functools.cache
-def _preset_defaults(architecture: str, preset: str) -> str:
+def preset_defaults(architecture: str | None, preset: str) -> dict:
+    """The config fields of `architecture`'s `preset` with every default filled in, as JSON values (read-only: cached
+    per architecture and preset), or `{}` where it cannot be built (an architecture no longer registered)."""
     from ..architectures import ARCHITECTURES
 
     try:
-        return json.dumps(ARCHITECTURES[architecture].config_class.from_preset(preset).to_dict(), default=str)
+        return _as_json(ARCHITECTURES[architecture].config_class.from_preset(preset).to_dict())
     except (KeyError, TypeError, ValueError):
-        return "{}"
+        return {}
 
 
 _ABSENT = object()
@@ -104,12 +106,6 @@ _ABSENT = object()
 
 def _as_json(value):
     return json.loads(json.dumps(value, default=str))
-
-
-def preset_defaults(architecture: str | None, preset: str) -> dict:
-    """The config fields of `architecture`'s `preset` with every default filled in, or `{}` where it cannot be
-    built (an architecture no longer registered)."""
-    return json.loads(_preset_defaults(architecture, preset)) if architecture else {}
 
 
 def model_config(metrics: dict) -> dict:
