@@ -18,6 +18,10 @@ rates × N × seeds, ...). SPEC.yaml:
       ray: {address: auto, num_cpus: 1, num_gpus: 0}
       submitit: {cluster: slurm, timeout_min: 120, slurm_partition: gpu, gpus_per_node: 8}
 
+`extends: other.yaml` (relative to the spec's folder) makes another spec the defaults: this spec's mappings merge
+into its key by key (`base`, `search.space`, ...), `null` removes a key and any other value replaces it, so a family of
+searches (one per architecture) shares one file of budget, space and decision rule.
+
 The grid axis `variant` names bundles of keys set together (`variant: {gla+ngh: {architecture: gla, ngram_heads:
 "1:1,2,3"}, ...}`), for a list of points that is not a full product. `config` and `base` together are what one
 `train.py --config` run would read (`base` wins). Keys of `base` and `grid` are `RunArguments` fields (`train.py
@@ -86,6 +90,7 @@ PREFIXED_GROUPS = {"override": "overrides", "shared_override": "shared_overrides
 """Spec-key prefixes that set one entry of a mapping run argument (`override.hidden_size: 128`)."""
 PREFIXED = tuple(f"{prefix}." for prefix in PREFIXED_GROUPS)
 SWEEP_LIMITS = {"jobs": POSITIVE_INT}
+EXTENDS = "extends"  # a spec's key naming the spec whose keys are its defaults
 VARIANT = "variant"  # a grid axis whose values each set several keys: {label: {key: value, ...}}
 
 
@@ -112,21 +117,56 @@ class Point:
     settings: dict | None = None
 
 
-def load_spec(path: str | Path) -> SweepSpec:
-    """Read and check SPEC.yaml; errors name the key, the value and what is allowed."""
-    if not Path(path).is_file():
+def read_spec_file(path: Path) -> dict:
+    """One spec file's mapping, as written (before `extends` is followed)."""
+    if not path.is_file():
         raise ValueError(f"argument spec: {str(path)!r} is not a file")
     try:
-        raw = read_yaml(Path(path).read_text(encoding="utf-8")) or {}
+        raw = read_yaml(path.read_text(encoding="utf-8")) or {}
     except (yaml.YAMLError, UnicodeDecodeError) as err:
         raise ValueError(f"argument spec: {str(path)!r} is not valid YAML ({err})") from None
     if not isinstance(raw, dict):
         raise ValueError(
             f"argument spec: {str(path)!r} holds a {type(raw).__name__}, expected a mapping of {', '.join(SPEC_KEYS)}"
         )
+    return raw
+
+
+def merge_into(defaults: dict, changes: dict) -> dict:
+    """`defaults` with `changes` laid over it: mappings merge key by key, `null` removes a key, anything else
+    replaces."""
+    merged = copy.deepcopy(defaults)
+    for key, value in changes.items():
+        if value is None:
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_into(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def resolve_extends(path: Path, seen: tuple[Path, ...] = ()) -> dict:
+    """The spec at `path` with the spec its `extends` names (a path relative to `path`'s folder) as its defaults,
+    followed to the end of the chain."""
+    if path.resolve() in seen:
+        chain = " -> ".join(str(p) for p in (*seen, path.resolve()))
+        raise ValueError(f"argument spec: 'extends' goes round in a circle ({chain})")
+    raw = read_spec_file(path)
+    parent = raw.pop(EXTENDS, None)
+    if parent is None:
+        return raw
+    if not isinstance(parent, str) or not parent:
+        raise ValueError(f"{path}: extends={parent!r} must be the path of another spec (relative to this file)")
+    return merge_into(resolve_extends(path.parent / parent, (*seen, path.resolve())), raw)
+
+
+def load_spec(path: str | Path) -> SweepSpec:
+    """Read and check SPEC.yaml (its `extends` chain followed); errors name the key, the value and what is allowed."""
+    raw = resolve_extends(Path(path))
     unknown = sorted(set(raw) - set(SPEC_KEYS))
     if unknown:
-        raise ValueError(f"{path}: key {unknown[0]!r} is not one of: {', '.join(SPEC_KEYS)}")
+        raise ValueError(f"{path}: key {unknown[0]!r} is not one of: {', '.join((*SPEC_KEYS, EXTENDS))}")
     if not raw.get("output_root"):
         raise ValueError(f"{path}: output_root is missing (the folder that holds one run folder per point)")
     check_field_values(SweepSpec, raw, f"{path}:")

@@ -184,3 +184,26 @@ def test_bookkeeping_changes_do_not_make_a_point_changed(tmp_path):
     (folder / "metrics.json").write_text(json.dumps({"run_config": {**point.settings, "batch_size": 8}}))
     assert point_state(folder, point.settings) == "changed"
     assert point_command(load_spec(tmp_path / "spec.yaml"), point)[-1] == "--overwrite"
+
+
+def test_a_spec_extends_another_key_by_key(tmp_path):
+    family = tmp_path / "family"
+    family.mkdir()
+    space = {"lr": {"low": 1e-4, "high": 1e-2, "log": True}, "override.num_attention_heads": {"choices": [2, 4]}}
+    common = {"output_root": "unused", "base": {**TINY, "lr": 1e-3},
+              "search": {"trials": 4, "objective": "accuracy", "space": space}}
+    (family / "common.yaml").write_text(yaml.safe_dump(common))
+    member = {"extends": "common.yaml", "output_root": str(tmp_path / "lstm"),
+              "base": {"architecture": "lstm", "lr": 3e-3}, "search": {"space": {"override.num_attention_heads": None}}}
+    (family / "lstm.yaml").write_text(yaml.safe_dump(member))
+    spec = load_spec(family / "lstm.yaml")
+    assert spec.output_root == str(tmp_path / "lstm") and spec.base["architecture"] == "lstm"
+    assert spec.base["lr"] == 3e-3 and spec.base["max_steps"] == TINY["max_steps"]  # the member wins, the rest stays
+    assert spec.search["trials"] == 4 and list(spec.search["space"]) == ["lr"]  # null removed the heads choice
+    (family / "a.yaml").write_text(yaml.safe_dump({"extends": "b.yaml"}))
+    (family / "b.yaml").write_text(yaml.safe_dump({"extends": "a.yaml"}))
+    with pytest.raises(ValueError, match="'extends' goes round in a circle"):
+        load_spec(family / "a.yaml")
+    (family / "c.yaml").write_text(yaml.safe_dump({"extends": "missing.yaml"}))
+    with pytest.raises(ValueError, match="missing.yaml' is not a file"):
+        load_spec(family / "c.yaml")
