@@ -356,10 +356,10 @@ def test_report_cli_collects_writes_pages_and_the_readme_table(tmp_path):
     assert f"`python -m hf_icl.report {tmp_path / 'committed'} --output {out}`" in markdown
     p1 = (out / "P1.md").read_text()
     assert "| Mamba · accuracy | 0.845 | 0.840 | ±0.03 | reproduced |" in p1
-    assert "![Fig. 2b–c: paper and ours](report_figures/p1_fig2.png)" in p1
+    assert "![Fig. 2b–c: paper and ours (error bars: sd over seeds)](report_figures/p1_fig2.png)" in p1
     assert (out / "report_figures" / "p1_fig2.png").is_file()
     html = (out / "P1.html").read_text()
-    assert "<img alt='Fig. 2b–c: paper and ours' src='report_figures/p1_fig2.png'>" in html
+    assert "<img alt='Fig. 2b–c: paper and ours (error bars: sd over seeds)' src='report_figures/p1_fig2.png'>" in html
     assert "href='P2.html'" in html and ".md" not in re.sub(r"<code>.*?</code>", "", html)
     text = readme.read_text()
     assert "STALE-TABLE" not in text and text.endswith(f"{HEADLINE_END}\n\nafter\n")

@@ -17,9 +17,20 @@ import matplotlib.pyplot as plt  # noqa: E402
 from ..block_features.feature_registry import features_label  # noqa: E402
 from ..utils.atomic_files import atomic_path, write_text_atomic  # noqa: E402
 from . import findings as rules  # noqa: E402
+from . import number_table  # noqa: E402
 from .assess import assess  # noqa: E402
 from .document import Document  # noqa: E402
-from .findings import Assessment, Line, fmt, ours_text, paper_text, select, tolerance_text, what_would_change  # noqa: E402
+from .findings import (  # noqa: E402
+    Assessment,
+    Line,
+    fmt,
+    ours_text,
+    paper_text,
+    select,
+    spread_shown,
+    tolerance_text,
+    what_would_change,
+)
 from .findings_json import VERDICT_KEYS, findings_text, verdict_counts  # noqa: E402
 from .papers import (  # noqa: E402
     MARKS,
@@ -80,23 +91,6 @@ def separation_text(assessment: Assessment) -> str:
     parity = assessment.finding.kind == "parity"
     worst = max(tests, key=lambda t: max(abs(t.interval[0]), abs(t.interval[1])) if parity else t.p_value)
     return worst.text(parity) + (f" (weakest of {len(tests)} pairs)" if len(tests) > 1 else "")
-
-
-def bar_figure(path: Path, rows: list[tuple[str, float, float]], log: bool, title: str, draw: bool = True) -> None:
-    """The paper's value beside ours, one pair of bars per number (nothing drawn with `draw=False`)."""
-    if not draw:
-        return
-    fig, ax = plt.subplots(figsize=(max(5.5, 0.8 * len(rows) + 2.5), 3.6))
-    xs = range(len(rows))
-    ax.bar([x - 0.2 for x in xs], [paper for _, paper, _ in rows], 0.4, label="paper", color="#8da0cb")
-    ax.bar([x + 0.2 for x in xs], [ours for _, _, ours in rows], 0.4, label="ours (selected run)", color="#fc8d62")
-    ax.set_xticks(list(xs), [label for label, _, _ in rows], rotation=30, ha="right", fontsize=8)
-    ax.set(title=title, yscale="log" if log else "linear")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    with atomic_path(path) as tmp:
-        fig.savefig(tmp, dpi=80)
-    plt.close(fig)
 
 
 def has_curves(record: RunRecord) -> bool:
@@ -192,7 +186,8 @@ def number_lines(numbers: PaperNumbers, assessments: list[Assessment], records: 
         ours = ours_text(entry, pick.setting) if pick.setting else f"{len(chosen)} settings"
         where = pick.setting.where if pick.setting else f"{len(chosen)} settings without validation numbers"
         pair = (entry.value, pick.setting.value(f"test.{entry.metric}", entry.statistic)) if pick.setting else ()
-        lines[entry.id] = Line(entry.label, paper_text(entry), ours, tolerance_text(entry), verdict, where, pair)
+        lines[entry.id] = Line(entry.label, paper_text(entry), ours, tolerance_text(entry), verdict, where, pair,
+                               setting=pick.setting, spread=spread_shown(entry, pick.setting))
     return lines
 
 
@@ -229,17 +224,15 @@ def paper_page(paper: str, numbers: PaperNumbers, assessments: list[Assessment],
         if not measured:
             doc.paragraph(f"No run measures its {len(entries)} numbers yet.")
             continue
-        doc.table(["number", "paper", "ours", "tolerance", "verdict", "run"],
-                  [[lines[e.id].label, lines[e.id].paper, lines[e.id].ours, lines[e.id].tolerance,
-                    lines[e.id].verdict, lines[e.id].where] for e in measured])  # fmt: skip
+        doc.table(number_table.HEADER, number_table.table_rows([lines[e.id] for e in measured]))
         if len(measured) < len(entries):
             doc.paragraph(f"{len(entries) - len(measured)} of its {len(entries)} numbers are not measured yet.")
-        bars = [(lines[e.id].label, *lines[e.id].values) for e in measured if lines[e.id].values]
-        if bars:
+        if any(lines[e.id].values for e in measured):
             figure = f"{FIGURES}/{source['id']}.png"
             log = any(e.scale == "log" for e in measured)
-            bar_figure(output_dir / figure, bars, log, f"{paper} {source['where'].split(',')[0]}", draw)
-            doc.image(figure, f"{source['where'].split(',')[0]}: paper and ours")
+            number_table.bar_figure(output_dir / figure, [lines[e.id] for e in measured], log,
+                                    f"{paper} {source['where'].split(',')[0]}", draw)  # fmt: skip
+            doc.image(figure, f"{source['where'].split(',')[0]}: paper and ours (error bars: sd over seeds)")
     return doc
 
 

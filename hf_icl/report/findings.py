@@ -87,6 +87,8 @@ class Line:
     values: tuple = ()  # (paper, ours) floats for figures, where both are numbers
     seeds: int = 0  # the fewest seeds on a side of this line
     separation: Separation | None = None
+    setting: Setting | None = None  # the selected setting of a number (not of a pair)
+    spread: float = 0.0  # the sd over that setting's seeds of the number shown (0: one seed, or its best seed shown)
 
 
 @dataclass
@@ -350,7 +352,8 @@ def assess_numbers(finding: Finding, numbers: PaperNumbers, records: list[RunRec
             same = {s.value(f"test.{entry.metric}", entry.statistic) for s in chosen}
             shown = pick.setting or (chosen[0] if len(same) == 1 else None)  # settings that all measured one value
             result.lines.append(Line(entry.label, paper_text(entry), ours, tolerance_text(entry), verdict, how,
-                                     _pair(entry, shown), seeds=result.seeds[lead.row]))  # fmt: skip
+                                     _pair(entry, shown), seeds=result.seeds[lead.row], setting=shown,
+                                     spread=spread_shown(entry, shown)))  # fmt: skip
             verdicts.append(verdict)
             whys.append(why)
         kept_values = {ours_text(lead, s) for s in chosen}
@@ -381,6 +384,14 @@ def _edge(entry: Entry, setting: Setting) -> bool:
 def _range(entry: Entry, settings: list[Setting]) -> str:
     values = sorted(v for s in settings if (v := s.value(f"test.{entry.metric}", entry.statistic)) is not None)
     return fmt(entry, values[0]) if values[0] == values[-1] else f"{fmt(entry, values[0])} – {fmt(entry, values[-1])}"
+
+
+def spread_shown(entry: Entry, setting: Setting | None) -> float:
+    """The sd over the setting's seeds of the number its line shows: 0 for one seed, for no setting, and where the
+    line shows the best seed (`statistic: max`) rather than the mean."""
+    if setting is None or entry.statistic == "max":
+        return 0.0
+    return setting.spread(f"test.{entry.metric}") or 0.0
 
 
 def _pair(entry: Entry, setting: Setting | None) -> tuple:
