@@ -223,6 +223,8 @@ def test_formal_language_run_writes_length_sweep(tmp_path):
     assert test["train_max_length"] == 40 and sorted(map(int, test["per_length"])) == list(range(41, 49))
     assert 0 <= test["model"]["accuracy"] <= 1 and 0 <= test["model"]["accuracy_in_train_range"] <= 1
     assert test["model"]["accuracy"] == pytest.approx(sum(test["per_length"].values()) / 8)
+    validation = metrics["validation"]["model"]  # training lengths only: no mean beyond them, not a NaN one
+    assert "accuracy" not in validation and 0 <= validation["accuracy_in_train_range"] <= 1
     assert "| model |" in (output / "summary.md").read_text()
     card = (output / "model" / "README.md").read_text()
     assert "- accuracy\n" in card and "query position" in card

@@ -54,12 +54,15 @@ def length_sweep(model, tokenizer, rows, train_max_length: int, batch_size: int 
 
     Returns:
         `{"model": {"accuracy": mean over test lengths, "accuracy_in_train_range": ...}, "per_length": {...},
-        "train_max_length": ...}`.
+        "train_max_length": ...}`; a mean is left out where `rows` hold no length on its side (a validation split
+        of training lengths has no `accuracy`, rather than a NaN one).
     """
     per_length = query_accuracy_by_length(model, tokenizer, rows, batch_size)
     beyond = [acc for length, acc in per_length.items() if length > train_max_length]
     within = [acc for length, acc in per_length.items() if length <= train_max_length]
-    summary = {"accuracy": float(np.mean(beyond)) if beyond else float("nan")}
+    summary = {}
+    if beyond:
+        summary["accuracy"] = float(np.mean(beyond))
     if within:
         summary["accuracy_in_train_range"] = float(np.mean(within))
     return {
