@@ -5,9 +5,11 @@
 is `gated_toeplitz.gated_toeplitz_mix` with the map M_tj = K[t − j] (j ≤ t), the form H3's map always has (its
 diagonal SSM's convolution kernel, with the skip D added at lag 0). The blocked matmul form spends its time in
 batched products with an inner dimension of d_h = 8 (H3's tiny heads) over full (T, T) maps, half of them zeros above
-the diagonal. Here each output row runs over the keys j ≤ t only, vectorised along j (k and v are read transposed,
-(D, T), so every inner loop is contiguous in j), and no map is stored: the backward recomputes q_t · k_j. The
-gradient of K is summed by lag, so the caller gets ∂K (H, T) directly instead of a (H, T, T) map gradient.
+the diagonal. Here the output rows go four at a time (`ROWS`) over the keys j < t₀ + 4 only (the block's later keys
+gated to 0), vectorised along j (k and v are read transposed, (D, T), so every inner loop is contiguous in j, and
+each key and value read serves four rows: 1.24x the one-row kernel's forward+backward at H3's recipe shape, 1.48x
+its forward, in an A/B on the AMD EPYC host), and no map is stored: the backward recomputes q_t · k_j. The gradient of
+K is summed by lag, so the caller gets ∂K (H, T) directly instead of a (H, T, T) map gradient.
 
 Arithmetic is in the inputs' dtype with `contract` (and `reassoc` for the sums over j) fast-math; each kernel is
 single-threaded and releases the GIL, and the caller cuts the rows (batch × heads) into one slice per torch thread
@@ -27,68 +29,125 @@ from .precision import autocast_off
 OPTIONS = dict(cache=True, fastmath={"contract", "reassoc"}, error_model="numpy", nogil=True)
 
 
+ROWS = 4  # query rows per pass: each key and value column read from memory serves four outputs
+
+
 @njit(**OPTIONS)
-def _scores(q_t, keys_t, length, out):
-    """out[j] = q_t · k_j for j < length; keys_t (D, T) is k transposed."""
-    out[:length] = 0
-    for a in range(keys_t.shape[0]):
-        q_a, k_a = q_t[a], keys_t[a]
-        for j in range(length):
-            out[j] += q_a * k_a[j]
+def _block_scores(queries, t0, rows, vectors_t, count, out):
+    """out[i, j] = queries[t0 + i] · vectors[j] for i < rows (the block's rows, the rest 0) and j < count;
+    vectors_t (D, T) is the vectors transposed."""
+    out[:, :count] = 0
+    for a in range(vectors_t.shape[0]):
+        column = vectors_t[a]
+        q0 = queries[t0, a]
+        q1 = queries[t0 + 1, a] if rows > 1 else queries.dtype.type(0)
+        q2 = queries[t0 + 2, a] if rows > 2 else queries.dtype.type(0)
+        q3 = queries[t0 + 3, a] if rows > 3 else queries.dtype.type(0)
+        for j in range(count):
+            x = column[j]
+            out[0, j] += q0 * x
+            out[1, j] += q1 * x
+            out[2, j] += q2 * x
+            out[3, j] += q3 * x
+
+
+@njit(**OPTIONS)
+def _gate(block, t0, rows, count, lags, length):
+    """block[i, j] *= K[t0 + i − j] for keys j ≤ t0 + i, and 0 for the later keys of the block (j < count)."""
+    for i in range(rows):
+        t = t0 + i
+        offset = length - 1 - t  # K[t − j] = lags[offset + j]
+        for j in range(t + 1):
+            block[i, j] *= lags[offset + j]
+        for j in range(t + 1, count):
+            block[i, j] = 0
 
 
 @njit(**OPTIONS)
 def toeplitz_forward(q, keys_t, values_t, reversed_lags, heads, z):
     """z (R, T, D) for rows r = (b, h) (h = r mod heads): q (R, T, D), keys_t, values_t (R, D, T) (k, v transposed),
-    reversed_lags (H, T) with reversed_lags[h, T − 1 − l] = K_h[l]."""
+    reversed_lags (H, T) with reversed_lags[h, T − 1 − l] = K_h[l]. Queries go `ROWS` at a time."""
     rows, length, dim = q.shape
-    scores = np.empty(length, q.dtype)
+    scores = np.empty((ROWS, length), q.dtype)
     for r in range(rows):
         lags = reversed_lags[r % heads]
-        for t in range(length):
-            count, offset = t + 1, length - 1 - t  # keys j ≤ t; K[t − j] = lags[offset + j]
-            _scores(q[r, t], keys_t[r], count, scores)
-            for j in range(count):
-                scores[j] *= lags[offset + j]
+        for t0 in range(0, length, ROWS):
+            block = min(ROWS, length - t0)
+            count = t0 + block  # keys j < count reach some row of the block
+            _block_scores(q[r], t0, block, keys_t[r], count, scores)
+            _gate(scores, t0, block, count, lags, length)
             for c in range(dim):
-                value, total = values_t[r, c], q.dtype.type(0)
+                value = values_t[r, c]
+                z0 = z1 = z2 = z3 = q.dtype.type(0)
                 for j in range(count):
-                    total += scores[j] * value[j]
-                z[r, t, c] = total
+                    x = value[j]
+                    z0 += scores[0, j] * x
+                    z1 += scores[1, j] * x
+                    z2 += scores[2, j] * x
+                    z3 += scores[3, j] * x
+                z[r, t0, c] = z0
+                if block > 1:
+                    z[r, t0 + 1, c] = z1
+                if block > 2:
+                    z[r, t0 + 2, c] = z2
+                if block > 3:
+                    z[r, t0 + 3, c] = z3
 
 
 @njit(**OPTIONS)
 def toeplitz_backward(q, keys_t, values_t, reversed_lags, heads, grad_z, grad_q, grad_keys_t, grad_values_t, grad_lags):
     """Gradients of `toeplitz_forward` given ∂z (R, T, D): writes grad_q (R, T, D), grad_keys_t, grad_values_t
-    (R, D, T) and adds ∂(reversed_lags) into grad_lags (H, T) (float64)."""
+    (R, D, T) and adds ∂(reversed_lags) into grad_lags (H, T) (float64). Queries go `ROWS` at a time."""
     rows, length, dim = q.shape
-    scores = np.empty(length, q.dtype)  # q_t · k_j
-    pulls = np.empty(length, q.dtype)  # ∂z_t · v_j, then ∂loss/∂(q_t · k_j)
+    scores = np.empty((ROWS, length), q.dtype)  # q_t · k_j, then the gated weight of v_j in z_t
+    pulls = np.empty((ROWS, length), q.dtype)  # ∂z_t · v_j, then ∂loss/∂(q_t · k_j)
     lag_row = np.empty(length, q.dtype)  # this row's ∂(reversed lags)
     for r in range(rows):
         lags = reversed_lags[r % heads]
         grad_keys_t[r] = 0
         grad_values_t[r] = 0
         lag_row[:] = 0
-        for t in range(length):
-            count, offset = t + 1, length - 1 - t
-            _scores(q[r, t], keys_t[r], count, scores)
-            _scores(grad_z[r, t], values_t[r], count, pulls)
-            for j in range(count):
-                lag_row[offset + j] += scores[j] * pulls[j]  # ∂K[t − j] += (q_t · k_j)(∂z_t · v_j)
-                pulls[j] *= lags[offset + j]  # ∂(q_t · k_j) = K[t − j] (∂z_t · v_j)
-                scores[j] *= lags[offset + j]  # the gated weight of v_j in z_t
+        for t0 in range(0, length, ROWS):
+            block = min(ROWS, length - t0)
+            count = t0 + block
+            _block_scores(q[r], t0, block, keys_t[r], count, scores)
+            _block_scores(grad_z[r], t0, block, values_t[r], count, pulls)
+            for i in range(block):
+                t = t0 + i
+                offset = length - 1 - t
+                for j in range(t + 1):
+                    lag_row[offset + j] += scores[i, j] * pulls[i, j]  # ∂K[t − j] += (q_t · k_j)(∂z_t · v_j)
+            _gate(scores, t0, block, count, lags, length)
+            _gate(pulls, t0, block, count, lags, length)  # ∂(q_t · k_j) = K[t − j] (∂z_t · v_j)
             for a in range(dim):
-                q_a, key, grad_key, total = q[r, t, a], keys_t[r, a], grad_keys_t[r, a], q.dtype.type(0)
+                key, grad_key = keys_t[r, a], grad_keys_t[r, a]
+                q0 = q[r, t0, a]
+                q1 = q[r, t0 + 1, a] if block > 1 else q.dtype.type(0)
+                q2 = q[r, t0 + 2, a] if block > 2 else q.dtype.type(0)
+                q3 = q[r, t0 + 3, a] if block > 3 else q.dtype.type(0)
+                g0 = g1 = g2 = g3 = q.dtype.type(0)
                 for j in range(count):
-                    total += pulls[j] * key[j]
-                for j in range(count):
-                    grad_key[j] += pulls[j] * q_a
-                grad_q[r, t, a] = total
+                    x = key[j]
+                    g0 += pulls[0, j] * x
+                    g1 += pulls[1, j] * x
+                    g2 += pulls[2, j] * x
+                    g3 += pulls[3, j] * x
+                    grad_key[j] += pulls[0, j] * q0 + pulls[1, j] * q1 + pulls[2, j] * q2 + pulls[3, j] * q3
+                grad_q[r, t0, a] = g0
+                if block > 1:
+                    grad_q[r, t0 + 1, a] = g1
+                if block > 2:
+                    grad_q[r, t0 + 2, a] = g2
+                if block > 3:
+                    grad_q[r, t0 + 3, a] = g3
             for c in range(dim):
-                dz_c, grad_value = grad_z[r, t, c], grad_values_t[r, c]
+                grad_value = grad_values_t[r, c]
+                d0 = grad_z[r, t0, c]
+                d1 = grad_z[r, t0 + 1, c] if block > 1 else q.dtype.type(0)
+                d2 = grad_z[r, t0 + 2, c] if block > 2 else q.dtype.type(0)
+                d3 = grad_z[r, t0 + 3, c] if block > 3 else q.dtype.type(0)
                 for j in range(count):
-                    grad_value[j] += scores[j] * dz_c
+                    grad_value[j] += scores[0, j] * d0 + scores[1, j] * d1 + scores[2, j] * d2 + scores[3, j] * d3
         grad_lags[r % heads] += lag_row
 
 
