@@ -7,9 +7,10 @@ diagonal SSM's convolution kernel, with the skip D added at lag 0). The blocked 
 batched products with an inner dimension of d_h = 8 (H3's tiny heads) over full (T, T) maps, half of them zeros above
 the diagonal. Here the output rows go four at a time (`ROWS`) over the keys j < t₀ + 4 only (the block's later keys
 gated to 0), vectorised along j (k and v are read transposed, (D, T), so every inner loop is contiguous in j, and
-each key and value read serves four rows: 1.24x the one-row kernel's forward+backward at H3's recipe shape, 1.48x
-its forward, in an A/B on the AMD EPYC host), and no map is stored: the backward recomputes q_t · k_j. The gradient of
-K is summed by lag, so the caller gets ∂K (H, T) directly instead of a (H, T, T) map gradient.
+each key and value read serves four rows: 1.24x the one-row kernel's forward+backward at H3's recipe shape and
+1.25x its forward, in an A/B in one process on the idle AMD EPYC host), and no map is stored: the backward
+recomputes q_t · k_j. The gradient of K is summed by lag, so the caller gets ∂K (H, T) directly instead of a (H, T, T)
+map gradient.
 
 Arithmetic is in the inputs' dtype with `contract` (and `reassoc` for the sums over j) fast-math; each kernel is
 single-threaded and releases the GIL, and the caller cuts the rows (batch × heads) into one slice per torch thread
@@ -64,6 +65,18 @@ def _gate(block, t0, rows, count, lags, length):
 
 
 @njit(**OPTIONS)
+def _store_column(out, r, t0, rows, column, v0, v1, v2, v3):
+    """out[r, t0 + i, column] = v_i for the block's rows i < rows."""
+    out[r, t0, column] = v0
+    if rows > 1:
+        out[r, t0 + 1, column] = v1
+    if rows > 2:
+        out[r, t0 + 2, column] = v2
+    if rows > 3:
+        out[r, t0 + 3, column] = v3
+
+
+@njit(**OPTIONS)
 def toeplitz_forward(q, keys_t, values_t, reversed_lags, heads, z):
     """z (R, T, D) for rows r = (b, h) (h = r mod heads): q (R, T, D), keys_t, values_t (R, D, T) (k, v transposed),
     reversed_lags (H, T) with reversed_lags[h, T − 1 − l] = K_h[l]. Queries go `ROWS` at a time."""
@@ -85,13 +98,7 @@ def toeplitz_forward(q, keys_t, values_t, reversed_lags, heads, z):
                     z1 += scores[1, j] * x
                     z2 += scores[2, j] * x
                     z3 += scores[3, j] * x
-                z[r, t0, c] = z0
-                if block > 1:
-                    z[r, t0 + 1, c] = z1
-                if block > 2:
-                    z[r, t0 + 2, c] = z2
-                if block > 3:
-                    z[r, t0 + 3, c] = z3
+                _store_column(z, r, t0, block, c, z0, z1, z2, z3)
 
 
 @njit(**OPTIONS)
@@ -133,13 +140,7 @@ def toeplitz_backward(q, keys_t, values_t, reversed_lags, heads, grad_z, grad_q,
                     g2 += pulls[2, j] * x
                     g3 += pulls[3, j] * x
                     grad_key[j] += pulls[0, j] * q0 + pulls[1, j] * q1 + pulls[2, j] * q2 + pulls[3, j] * q3
-                grad_q[r, t0, a] = g0
-                if block > 1:
-                    grad_q[r, t0 + 1, a] = g1
-                if block > 2:
-                    grad_q[r, t0 + 2, a] = g2
-                if block > 3:
-                    grad_q[r, t0 + 3, a] = g3
+                _store_column(grad_q, r, t0, block, a, g0, g1, g2, g3)
             for c in range(dim):
                 grad_value = grad_values_t[r, c]
                 d0 = grad_z[r, t0, c]
