@@ -224,14 +224,14 @@ def paper_page(paper: str, numbers: PaperNumbers, assessments: list[Assessment],
         if not measured:
             doc.paragraph(f"No run measures its {len(entries)} numbers yet.")
             continue
-        doc.table(number_table.HEADER, number_table.table_rows([lines[e.id] for e in measured]))
+        rows = [lines[e.id] for e in measured]
+        doc.table(number_table.HEADER, number_table.table_rows(rows))
         if len(measured) < len(entries):
             doc.paragraph(f"{len(entries) - len(measured)} of its {len(entries)} numbers are not measured yet.")
-        if any(lines[e.id].values for e in measured):
+        if any(line.values for line in rows):
             figure = f"{FIGURES}/{source['id']}.png"
             log = any(e.scale == "log" for e in measured)
-            number_table.bar_figure(output_dir / figure, [lines[e.id] for e in measured], log,
-                                    f"{paper} {source['where'].split(',')[0]}", draw)  # fmt: skip
+            number_table.bar_figure(output_dir / figure, rows, log, f"{paper} {source['where'].split(',')[0]}", draw)
             doc.image(figure, f"{source['where'].split(',')[0]}: paper and ours (error bars: sd over seeds)")
     return doc
 

@@ -352,8 +352,8 @@ def assess_numbers(finding: Finding, numbers: PaperNumbers, records: list[RunRec
             same = {s.value(f"test.{entry.metric}", entry.statistic) for s in chosen}
             shown = pick.setting or (chosen[0] if len(same) == 1 else None)  # settings that all measured one value
             result.lines.append(Line(entry.label, paper_text(entry), ours, tolerance_text(entry), verdict, how,
-                                     _pair(entry, shown), seeds=result.seeds[lead.row], setting=shown,
-                                     spread=spread_shown(entry, shown)))  # fmt: skip
+                                     _pair(entry, shown), seeds=result.seeds[lead.row], setting=pick.setting,
+                                     spread=spread_shown(entry, pick.setting)))  # fmt: skip
             verdicts.append(verdict)
             whys.append(why)
         kept_values = {ours_text(lead, s) for s in chosen}

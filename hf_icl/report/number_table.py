@@ -28,11 +28,11 @@ RECIPE_FIELDS = ("lr", "weight_decay", "batch_size", "max_steps", "epochs", "war
 such as `ngram_heads`, which the row's model label already names) they are compared by row."""
 
 
-def recipe_fields(setting: Setting) -> dict[str, str]:
-    """The recipe of the setting's first run: its recipe arguments and model overrides, as text."""
+def recipe_fields(setting: Setting, features: set[str]) -> dict[str, str]:
+    """The recipe of the setting's first run: its recipe arguments and model overrides except the block `features`'
+    fields, as text."""
     config = setting.runs[0].metrics.get("run_config", {})
     found = {key: config[key] for key in RECIPE_FIELDS if key in config}
-    features = set(feature_options())
     found |= {key: value for key, value in (config.get("overrides") or {}).items() if key not in features}
     return {key: value if isinstance(value, str) else json.dumps(value) for key, value in found.items()}
 
@@ -40,7 +40,8 @@ def recipe_fields(setting: Setting) -> dict[str, str]:
 def recipe_differences(settings: list[Setting | None]) -> list[str]:
     """Per setting, its recipe fields whose values are not the same in every setting of the list (`key=value`,
     joined by `, `); '–' where a row has no setting or nothing differs."""
-    recipes = [recipe_fields(s) if s is not None else None for s in settings]
+    features = set(feature_options())
+    recipes = [recipe_fields(s, features) if s is not None else None for s in settings]
     known = [r for r in recipes if r is not None]
     keys = sorted({key for r in known for key in r})
     differing = [key for key in keys if len({r.get(key) for r in known}) > 1]
