@@ -7,9 +7,9 @@ diagonal SSM's convolution kernel, with the skip D added at lag 0). The blocked 
 batched products with an inner dimension of d_h = 8 (H3's tiny heads) over full (T, T) maps, half of them zeros above
 the diagonal. Here the output rows go four at a time (`ROWS`) over the keys j < t₀ + 4 only (the block's later keys
 gated to 0), vectorised along j (k and v are read transposed, (D, T), so every inner loop is contiguous in j, and
-each key and value read serves four rows: 1.24x the one-row kernel's forward+backward at H3's recipe shape and
-1.25x its forward, in an A/B in one process on the idle AMD EPYC host), and no map is stored: the backward
-recomputes q_t · k_j. The gradient of K is summed by lag, so the caller gets ∂K (H, T) directly instead of a (H, T, T)
+each key and value read serves four rows: with it H3's training step went from 1.58 to 1.38 times the
+Transformer's in `benchmarks/zoo_step_cost.py`, idle AMD EPYC), and no map is stored: the backward recomputes
+q_t · k_j. The gradient of K is summed by lag, so the caller gets ∂K (H, T) directly instead of a (H, T, T)
 map gradient.
 
 Arithmetic is in the inputs' dtype with `contract` (and `reassoc` for the sums over j) fast-math; each kernel is
