@@ -309,6 +309,35 @@ def test_a_run_argument_added_later_does_not_split_the_seeds_of_a_setting(tmp_pa
     assert line.ours == "0.850 ± 0.020 (3 seeds)"
 
 
+def test_a_default_written_out_or_an_old_spelling_does_not_split_the_seeds_of_a_setting(tmp_path):
+    """A newer code version writes an argument at its default (`augment: false`, `batching: grouped`) where an older
+    one wrote nothing, and an older one wrote `train_on_delimiter` at the top level where a newer one writes it as a
+    task option: the same setting, one mean. A value other than the default still splits the seeds."""
+    writes = [
+        {"run_config": {"train_on_delimiter": True}},  # the old spelling
+        {"run_config": {"augment": False, "batching": "grouped", "task_options": {"train_on_delimiter": True}}},
+        {"run_config": {"allow_changed_settings": False, "task_options": {"train_on_delimiter": True}}},
+    ]
+    for seed, (accuracy, extra) in enumerate(zip([0.83, 0.85, 0.87], writes)):
+        regbench(tmp_path / "zoo" / f"mamba-s{seed}", "mamba", accuracy, 0.37, seed=seed, **extra)
+    assert rate("p1-mamba", tmp_path).lines[0].ours == "0.850 ± 0.020 (3 seeds)"
+    file = tmp_path / "zoo" / "mamba-s2" / "metrics.json"
+    metrics = json.loads(file.read_text())
+    metrics["run_config"]["augment"] = True
+    file.write_text(json.dumps(metrics))
+    assert len({r.setting for r in find_runs([tmp_path / "zoo"])}) == 2
+
+
+def test_an_old_top_level_task_option_is_dropped_where_the_task_never_read_it():
+    from hf_icl.report.runs import normalized_arguments
+
+    assert normalized_arguments({"task": "text_lm", "train_on_delimiter": True, "lr": 0.003}) == {
+        "task": "text_lm", "lr": 0.003,
+    }  # fmt: skip
+    moved = normalized_arguments({"task": "regbench", "train_on_delimiter": True})  # regbench: the default task
+    assert moved == {"task_options": {"train_on_delimiter": True}}
+
+
 def test_a_contrast_is_judged_within_one_experiment_and_a_failure_side_needs_the_control(tmp_path):
     # 1,000 steps: the Transformer has not passed the 2-gram baseline, so this experiment cannot show who fails.
     regbench(tmp_path / "short" / "transformer", "transformer", 0.55, 0.62, steps=1000)

@@ -33,10 +33,8 @@ class RunRecord:
 
     @property
     def setting(self) -> str:
-        config = self.metrics.get("run_config", {})
-        # a null or empty argument is one not given: a run made before the argument existed has no key, and one code
-        # version writes `{}` where another wrote null; they are the same setting
-        key = {k: v for k, v in config.items() if k not in BOOKKEEPING and v not in (None, {}, [])}
+        config = normalized_arguments(self.metrics.get("run_config", {}))
+        key = {k: v for k, v in config.items() if k not in BOOKKEEPING}
         if key.get("overrides"):  # an override that sets a field to its preset's value is no override
             defaults = preset_defaults(self.metrics.get("architecture"), self.metrics.get("preset", "small"))
             kept = {k: v for k, v in key["overrides"].items() if defaults.get(k, _ABSENT) != _as_json(v)}
@@ -102,6 +100,38 @@ def preset_defaults(architecture: str | None, preset: str) -> dict:
 
 
 _ABSENT = object()
+
+
+@functools.cache
+def argument_defaults() -> dict:
+    """`RunArguments`' default per field, as JSON values (fields without a default are left out)."""
+    from dataclasses import MISSING, fields
+
+    from ..training.run_schema import RunArguments
+
+    return {f.name: _as_json(f.default) for f in fields(RunArguments) if f.default is not MISSING}
+
+
+def normalized_arguments(config: dict) -> dict:
+    """A recorded `run_config` as the setting it stands for, whichever code version wrote it: an argument that is
+    null, empty or at its `RunArguments` default is one not given (a run made before the argument existed has no key,
+    and one code version writes `{}` or the default where another wrote nothing), and an old top-level argument that
+    became a task option (`training.legacy`) moves into `task_options` where the run's task declares it, and is
+    dropped where it does not (that task ignored it)."""
+    from ..tasks import family_of, list_tasks
+    from ..training.legacy import legacy_task_options
+
+    defaults, config = argument_defaults(), dict(config)
+    task = config.get("task")
+    declared = {o.name for o in family_of(task).training_options} if task in list_tasks() else set()
+    for name in legacy_task_options():
+        if name in config:
+            value = config.pop(name)
+            if name in declared and value is not None:
+                config["task_options"] = {name: value, **(config.get("task_options") or {})}
+    return {
+        k: v for k, v in config.items() if v not in (None, {}, []) and _as_json(v) != defaults.get(k, _ABSENT)
+    }
 
 
 def _as_json(value):
