@@ -10,13 +10,10 @@ numbers, vectorised over Dv. At the recipe's shape (T ≈ 384, Dk = Dv = 32) tha
 form's (C, C) products, triangular solves and per-chunk Python, which dominate there. Nothing is divided by a decay,
 so any g ≤ 0 is safe (the chunked form's per-key-dim path must bound the decay inside a chunk).
 
-Forward: o, the final state, and a checkpoint of the state every `chunk` steps. Backward with the low-rank term, per
-row and chunk from the last: recompute the chunk's states and reads w from its checkpoint into a (chunk + 1, Dk, Dv)
-buffer, then run the adjoint recurrence backwards, ∂S_{t−1} = diag(exp g_t) ∂S_t + a_t (∂w_t)ᵀ with ∂S_t gaining
-q_t (∂o_t)ᵀ, and accumulate every gradient on the way (∂q, ∂k, ∂v, ∂a, ∂b, ∂g, ∂S_0). Without it (Mamba-2, RetNet,
-GLA, linear attention), `diagonal_backward` needs no stored state: one forward sweep for ∂q, one backward sweep for
-∂k, ∂v and ∂S_0, and ∂g from the identity ∂/∂b = q ⊙ ∂q − k ⊙ ∂k on the decays' prefix sums b (fewer passes over
-the state and no buffer of states; the same numbers to float32 rounding). Arithmetic is in the inputs' dtype (the
+Forward: o, the final state, and a checkpoint of the state every `chunk` steps. Backward, per row and chunk from the
+last: recompute the chunk's states and reads w from its checkpoint into a (chunk + 1, Dk, Dv) buffer, then run the
+adjoint recurrence backwards, ∂S_{t−1} = diag(exp g_t) ∂S_t + a_t (∂w_t)ᵀ with ∂S_t gaining q_t (∂o_t)ᵀ, and
+accumulate every gradient on the way (∂q, ∂k, ∂v, ∂a, ∂b, ∂g, ∂S_0). Arithmetic is in the inputs' dtype (the
 caller passes float32, as the chunked form computes); fast-math is limited to `contract` (and `reassoc` in the
 backward's sums), so inf, NaN and 0 stay exact.
 
@@ -193,63 +190,6 @@ def dplr_backward(
                     grad_a[r, t, i] = sum_a
 
 
-@njit(cache=True, fastmath={"contract", "reassoc"}, error_model="numpy", nogil=True)
-def diagonal_backward(q, k, v, g, initial_state, grad_out, grad_state, grad_q, grad_k, grad_v, grad_g):
-    """Gradients of `dplr_forward` without the low-rank term (S_t = diag(exp g_t) S_{t−1} + k_t v_tᵀ), in two sweeps
-    over each row and no stored states: forward, S_t again from S_0 (R, Dk, Dv) and ∂q_t = S_t ∂o_t; backward,
-    ∂S_t = q_t (∂o_t)ᵀ + exp(g_{t+1}) ∂S_{t+1} (from `grad_state`, overwritten with ∂S_0), ∂k_t = ∂S_t v_t and
-    ∂v_t = ∂S_tᵀ k_t. The decays' gradient needs no state: with b_t = Σ_{s≤t} g_s (per key dimension i),
-    ∂/∂b_{t,i} = q_{t,i} ∂q_{t,i} − k_{t,i} ∂k_{t,i}, plus ⟨∂S_T, S_T⟩_i at the last step (the final state's own
-    decay), and ∂g_s = Σ_{t≥s} ∂/∂b_t, a reverse running sum (flash-linear-attention's GLA backward uses the same
-    identity). About 7 multiply-adds per state number and step, against 9 and a chunk's buffer of states in
-    `dplr_backward`. Writes grad_q, grad_k (R, T, Dk), grad_v (R, T, Dv) and grad_g (R, T, G)."""
-    rows, length, keys = q.shape
-    values = v.shape[2]
-    per_key = g.shape[2] > 1
-    state = np.empty((1, keys, values), v.dtype)
-    running = np.empty(keys, v.dtype)  # Σ_{t' ≥ t} ∂/∂b_{t'} per key dimension
-    for r in range(rows):
-        _copy(initial_state, r, state, 0)
-        for t in range(length):
-            decay = np.exp(g[r, t, 0])
-            for i in range(keys):
-                if per_key:
-                    decay = np.exp(g[r, t, i])
-                k_i = k[r, t, i]
-                sum_q = v.dtype.type(0)
-                for j in range(values):
-                    x = decay * state[0, i, j] + k_i * v[r, t, j]
-                    state[0, i, j] = x
-                    sum_q += x * grad_out[r, t, j]
-                grad_q[r, t, i] = sum_q
-        for i in range(keys):  # the final state S_T = state[0] decays with every g_t: ⟨∂S_T, S_T⟩ per key dimension
-            total = v.dtype.type(0)
-            for j in range(values):
-                total += grad_state[r, i, j] * state[0, i, j]
-            running[i] = total
-        for t in range(length - 1, -1, -1):
-            decay = np.exp(g[r, t, 0])
-            for j in range(values):
-                grad_v[r, t, j] = 0
-            for i in range(keys):
-                if per_key:
-                    decay = np.exp(g[r, t, i])
-                q_i, k_i = q[r, t, i], k[r, t, i]
-                sum_k = v.dtype.type(0)
-                for j in range(values):
-                    total = grad_state[r, i, j] + q_i * grad_out[r, t, j]  # ∂loss/∂S_t[i, j]
-                    sum_k += total * v[r, t, j]
-                    grad_v[r, t, j] += total * k_i
-                    grad_state[r, i, j] = total * decay  # then ∂loss/∂S_{t−1}
-                grad_k[r, t, i] = sum_k
-                running[i] += q_i * grad_q[r, t, i] - k_i * sum_k
-            if per_key:
-                for i in range(keys):
-                    grad_g[r, t, i] = running[i]
-            else:
-                grad_g[r, t, 0] = running.sum()
-
-
 def checkpoint_steps(keys: int, values: int) -> int:
     """Steps between two state checkpoints: as many (Dk, Dv) states as fit in `CHECKPOINT_ELEMENTS`, 1 to 64."""
     return max(1, min(MAX_CHECKPOINT_STEPS, CHECKPOINT_ELEMENTS // (keys * values)))
@@ -291,23 +231,13 @@ class NumbaDPLR(torch.autograd.Function):
         grad_out = torch.zeros_like(v) if grad_out is None else grad_out.contiguous()
         shape = (q.shape[0], q.shape[2], v.shape[2])
         carry = v.new_zeros(shape) if grad_state is None else grad_state.contiguous().clone()
-        if not ctx.low_rank:  # a and b unread: zero gradients, and the two-sweep backward without stored states
-            grads = [torch.empty_like(t) for t in (q, k, v)] + [torch.zeros_like(a), torch.zeros_like(b)]
-            grads.append(torch.empty_like(g))
-            initial = checkpoints[:, 0].contiguous()  # S_0 of every row: (R, Dk, Dv)
-            arrays = [t.detach().numpy() for t in (q, k, v, g, initial, grad_out, carry, *grads[:3], grads[5])]
+        grads = [torch.empty_like(t) for t in (q, k, v, a, b, g)]
+        arrays = [t.detach().numpy() for t in (q, k, v, a, b, g, checkpoints, grad_out, carry, *grads)]
 
-            def run_rows(part, lo, hi):
-                diagonal_backward(*(x[lo:hi] for x in arrays))
-
-        else:
-            grads = [torch.empty_like(t) for t in (q, k, v, a, b, g)]
-            arrays = [t.detach().numpy() for t in (q, k, v, a, b, g, checkpoints, grad_out, carry, *grads)]
-
-            def run_rows(part, lo, hi):
-                q_, k_, v_, a_, b_, g_, checkpoints_, grad_out_, carry_, *grads_ = (x[lo:hi] for x in arrays)
-                inputs = (q_, k_, v_, a_, b_, g_, ctx.low_rank, checkpoints_, ctx.steps, grad_out_, carry_)
-                dplr_backward(*inputs, *grads_)
+        def run_rows(part, lo, hi):
+            q_, k_, v_, a_, b_, g_, checkpoints_, grad_out_, carry_, *grads_ = (x[lo:hi] for x in arrays)
+            inputs = (q_, k_, v_, a_, b_, g_, ctx.low_rank, checkpoints_, ctx.steps, grad_out_, carry_)
+            dplr_backward(*inputs, *grads_)
 
         run_sliced(run_rows, q.shape[0], thread_count(q.numel() * v.shape[2]))
         return (*grads, carry, None)
