@@ -1,7 +1,8 @@
 """Turn a finished zoo search into the model's training config, by the rule its spec wrote down before any trial.
 
     python experiments/zoo_configs.py outputs/sweeps/regbench-zoo-search-retnet [...] \
-        --output experiments/configs/regbench_zoo --trials docs/results/regbench_zoo_search
+        --output experiments/configs/regbench_zoo --trials docs/results/regbench_zoo_search \
+        --ngram-heads transformer retnet gla --seeds-spec experiments/sweeps/regbench_zoo_seeds.yaml
 
 The rule (experiments/sweeps/regbench_zoo_search/common.yaml): the search's selected trial (`best.yaml`, optuna's
 best complete trial on validation accuracy) becomes `<output>/<architecture>.yaml` with the recipe's steps
@@ -11,7 +12,9 @@ trials only (`max_steps`, `eval_every`, `threads`, `checkpoint_every`) go back t
 architecture whose P1 row has n-gram heads (`--ngram-heads ARCH ...`) also gets `<architecture>_ngh123.yaml`: the same
 setting with NGH₁^(1,2,3) (`ngram_heads: "1:1,2,3"`). Each search's `trials.md` and `trials.json` are copied to
 `<trials>/<architecture>/`, so the committed config traces to its committed trials. A search with no complete trial
-is an error: there is nothing to select yet.
+is an error: there is nothing to select yet. `--seeds-spec` (re)writes the one sweep spec that trains every config of
+`--output` with seeds 0-2 as a single experiment (each variant names its config file), since the report pairs the runs
+of one experiment only.
 """
 
 from __future__ import annotations
@@ -90,6 +93,26 @@ def header(search: Path, trial: dict, steps: int, ngram_heads: bool) -> str:
     return "".join(f"# {line}\n" for line in lines)
 
 
+def seeds_spec(configs: list[Path]) -> str:
+    """The sweep spec that trains every zoo config with seeds 0-2 as one experiment (the report pairs the runs of one
+    experiment only), one variant per config file; each point runs the config as it is (two threads), so one sweep
+    process at a time."""
+    lines = [
+        "# The fair zoo's three seeds per model (issue 50, item 3): one variant per experiments/configs/regbench_zoo/",
+        "# file, each trained as `accelerate launch train.py --config <file> --seed S` would. Written by",
+        "# experiments/zoo_configs.py from the configs present; do not edit by hand. Each run uses both cores:",
+        "#   python -m hf_icl.sweep experiments/sweeps/regbench_zoo_seeds.yaml --jobs 1",
+        "#   python -m hf_icl.report outputs/sweeps/regbench-zoo-seeds --collect docs/results/regbench_zoo \\",
+        "#       --output docs/results/regbench_zoo",
+        "output_root: outputs/sweeps/regbench-zoo-seeds",
+        "grid:",
+        "  variant:",
+    ]
+    lines += [f"    {config.stem}: {{config: {config}}}" for config in sorted(configs)]
+    lines.append("  seed: [0, 1, 2]")
+    return "\n".join(lines) + "\n"
+
+
 def write(path: Path, text: str) -> None:
     """Atomic write: a reader never sees half a config."""
     partial = path.with_suffix(path.suffix + ".partial")
@@ -105,6 +128,8 @@ def main(argv=None) -> int:
     parser.add_argument("--ngram-heads", nargs="*", default=(), metavar="ARCH",
                         help="architectures that also get <architecture>_ngh123.yaml")  # fmt: skip
     parser.add_argument("--recipe", type=Path, default=RECIPE, help=f"the shared recipe (default {RECIPE})")
+    parser.add_argument("--seeds-spec", type=Path, default=None, metavar="FILE",
+                        help="also (re)write FILE: a sweep spec of every --output config, seeds 0-2")  # fmt: skip
     args = parser.parse_args(argv)
     recipe = yaml.safe_load(args.recipe.read_text())
     written = []
@@ -129,6 +154,9 @@ def main(argv=None) -> int:
         target.mkdir(parents=True, exist_ok=True)
         for table in ("trials.md", "trials.json", "best.yaml"):
             shutil.copy(search / table, target / table)
+    if args.seeds_spec is not None:
+        write(args.seeds_spec, seeds_spec(list(args.output.glob("*.yaml"))))
+        written.append(args.seeds_spec)
     for path in written:
         print(path)
     return 0

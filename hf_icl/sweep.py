@@ -24,14 +24,17 @@ searches (one per architecture) shares one file of budget, space and decision ru
 
 The grid axis `variant` names bundles of keys set together (`variant: {gla+ngh: {architecture: gla, ngram_heads:
 "1:1,2,3"}, ...}`), for a list of points that is not a full product. `config` and `base` together are what one
-`train.py --config` run would read (`base` wins). Keys of `base` and `grid` are `RunArguments` fields (`train.py
---help`), `override.<config field>` (as `--override`), `shared_override.<config field>` (as `--shared-override`:
-applied to the points whose architecture reads the field, so a sweep over architectures can give the Transformer
-RoPE without giving it to Mamba), `task_option.<task field>` (as `--task-option`) or a block feature's field in its
-flag's syntax (`ngram_heads` as `--ngram-heads`); `override.<field>: null` (or `task_option.<field>: null`) in a
-grid value removes that override set by `config` or `base`, so one variant can drop a field its model does not have
-(Mamba reads no `num_masked_heads`). A point's name lists every grid key, `key=label` joined by `,`; its run
-arguments are written to `<output_root>/<name>.yaml`, its output to `<output_root>/<name>.log`.
+`train.py --config` run would read (`base` wins). A variant may name its own `config` file in place of the spec's
+(`variant: {retnet: {config: experiments/configs/regbench_zoo/retnet.yaml}, ...}`), so models with their own
+recipes train as one experiment (the report pairs runs of one experiment only). Keys of `base` and `grid` are
+`RunArguments` fields (`train.py --help`), `override.<config field>` (as `--override`), `shared_override.<config
+field>` (as `--shared-override`: applied to the points whose architecture reads the field, so a sweep over
+architectures can give the Transformer RoPE without giving it to Mamba), `task_option.<task field>` (as
+`--task-option`) or a block feature's field in its flag's syntax (`ngram_heads` as `--ngram-heads`);
+`override.<field>: null` (or `task_option.<field>: null`) in a grid value removes that override set by `config` or
+`base`, so one variant can drop a field its model does not have (Mamba reads no `num_masked_heads`). A point's name
+lists every grid key, `key=label` joined by `,`; its run arguments are written to `<output_root>/<name>.yaml`, its
+output to `<output_root>/<name>.log`.
 
 Each point is its own process, `python -m hf_icl.train --config <name>.yaml` (a subprocess rather than a call in this
 process: every run starts from a fresh Accelerate state, thread setting and memory, a crashed point does not end the
@@ -182,6 +185,9 @@ def load_spec(path: str | Path) -> SweepSpec:
         if not isinstance(keys, dict):
             raise ValueError(f"grid.{VARIANT}.{name}={keys!r} must be a mapping of run arguments (key: value)")
         for key in keys:
+            if key == "config":  # a variant's own config file in place of the spec's
+                load_yaml_config(Path(keys[key]))
+                continue
             check_key(key)
     if VARIANT in spec.grid and not isinstance(spec.grid[VARIANT], dict):
         raise ValueError(f"grid.{VARIANT} must be a mapping of label: {{key: value, ...}}")
@@ -237,17 +243,20 @@ def assign(values: dict, key: str, value) -> None:
 
 def expand(spec: SweepSpec) -> list[Point]:
     """Every point of the grid, in the order of `grid`'s keys (the last key varies fastest)."""
-    base: dict = load_yaml_config(Path(spec.config)) if spec.config else {}
-    for key, value in spec.base.items():
-        assign(base, key, copy.deepcopy(value))
     axes = [
         list(values.items()) if isinstance(values, dict) else [(label(v), v) for v in values]
         for values in spec.grid.values()
     ]
     points = []
     for combination in itertools.product(*axes):
-        arguments = copy.deepcopy(base)
+        variant = next((value for key, (_, value) in zip(spec.grid, combination) if key == VARIANT), {})
+        config = variant.get("config", spec.config)  # a variant may name its own config file
+        arguments = load_yaml_config(Path(config)) if config else {}
+        for key, value in spec.base.items():
+            assign(arguments, key, copy.deepcopy(value))
         for key, (_, value) in zip(spec.grid, combination):
+            if key == VARIANT:
+                value = {k: v for k, v in value.items() if k != "config"}
             assign(arguments, key, copy.deepcopy(value))
         name = ",".join(f"{key.split('.')[-1]}={label(tag)}" for key, (tag, _) in zip(spec.grid, combination))
         arguments["output_dir"] = str(Path(spec.output_root) / (name or "run"))

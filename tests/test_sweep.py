@@ -106,6 +106,24 @@ def test_config_file_sits_under_base(tmp_path):
         load_spec(write_spec(tmp_path, {"seed": [0]}, config=str(config)))
 
 
+def test_a_variant_may_name_its_own_config_file(tmp_path):
+    """Each model's own recipe file, one experiment: a variant's `config` replaces the spec's for its points only,
+    `base` and the grid still apply on top, and a bad file is refused before any run."""
+    plain = {k: v for k, v in TINY.items() if "." not in k}
+    shared, own = tmp_path / "shared.yaml", tmp_path / "own.yaml"
+    shared.write_text(yaml.safe_dump({**plain, "lr": 1e-3}))
+    own.write_text(yaml.safe_dump({**plain, "architecture": "gla", "lr": 4e-3, "weight_decay": 0.0}))
+    grid = {"variant": {"tf": {}, "gla": {"config": str(own)}}, "seed": [0, 1]}
+    tf0, tf1, gla0, gla1 = expand(load_spec(write_spec(tmp_path, grid, base={"max_steps": 3}, config=str(shared))))
+    assert (tf0.arguments["lr"], gla1.arguments["lr"], gla1.arguments["weight_decay"]) == (1e-3, 4e-3, 0.0)
+    assert gla0.arguments["architecture"] == "gla" and "config" not in gla0.arguments
+    assert {p.arguments["max_steps"] for p in (tf0, gla0)} == {3} and gla1.arguments["seed"] == 1
+    check_points([gla0])
+    own.write_text(yaml.safe_dump({"lr": "fast"}))
+    with pytest.raises(ValueError, match="--config.*lr"):
+        load_spec(write_spec(tmp_path, grid, config=str(shared)))
+
+
 @pytest.mark.parametrize(
     "flags, message",
     [(["--jobs", "0"], "--jobs: jobs=0 is not allowed"), (["--jobs", "2", "--launcher", "ray"], "only the local")],

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from hf_icl.sweep import expand, load_spec
 from hf_icl.training.config_files import load_yaml_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -56,7 +57,9 @@ def test_budget_below_one_grain_is_refused(zoo_configs):
 def test_written_config_restores_the_recipe_and_loads(zoo_configs, tmp_path):
     search = fabricate_search(tmp_path / "search", cpu_s=1500 * 1.5)  # 1.5 CPU s per step: 2,000 steps fit
     out, trials = tmp_path / "configs", tmp_path / "trials"
-    arguments = [str(search), "--output", str(out), "--trials", str(trials), "--ngram-heads", "retnet"]
+    seeds = tmp_path / "seeds.yaml"
+    arguments = [str(search), "--output", str(out), "--trials", str(trials), "--ngram-heads", "retnet",
+                 "--seeds-spec", str(seeds)]  # fmt: skip
     assert zoo_configs.main(arguments) == 0
     config = yaml.safe_load((out / "retnet.yaml").read_text())
     assert (config["max_steps"], config["threads"], config["checkpoint_every"], config["lr"]) == (2000, 2, 500, 0.002)
@@ -71,6 +74,14 @@ def test_written_config_restores_the_recipe_and_loads(zoo_configs, tmp_path):
     for name in ("retnet.yaml", "retnet_ngh123.yaml"):
         values = load_yaml_config(out / name)  # train.py --config's checks: every field known and in range
         assert values["architecture"] == "retnet" and values["max_steps"] == 2000
+    points = expand(load_spec(seeds))  # one experiment: every config, seeds 0-2, each point its config as written
+    assert [p.name for p in points][:3] == ["variant=retnet,seed=0", "variant=retnet,seed=1", "variant=retnet,seed=2"]
+    assert len(points) == 6 and points[3].arguments["overrides"]["ngram_heads"] == [
+        {"layer": 1, "orders": [1, 2, 3], "replace": False}
+    ]
+    assert {k: v for k, v in points[0].arguments.items() if k not in ("seed", "output_dir")} == load_yaml_config(
+        out / "retnet.yaml"
+    )
 
 
 def test_unfinished_search_is_refused_before_any_write(zoo_configs, tmp_path, capsys):
