@@ -57,6 +57,7 @@ FUNCTIONS = {
     "softplus slope": (_apply_softplus_slope, softplus_slope),
 }
 SPECIALS = [-math.inf, math.inf, math.nan, 0.0, -0.0, 20.0, 20.000002, 19.999998, -20.0, -87.0, 88.0, -200.0, 200.0]
+SPECIALS += [88.5, 88.72, 89.0]  # e^x just below float32's largest value (2^w with w rounding to 128) and just above
 
 
 def run(name: str, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

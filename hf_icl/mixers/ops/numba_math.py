@@ -4,10 +4,11 @@ numba calls libm's scalar `expf` for `math.exp` unless Intel's SVML is installed
 exp in it does not vectorise, and the B·T·D·N decays exp(Δ A) = 2^(Δ A log2 e) would dominate the scan.
 `scan_exp2` is therefore, for float32, Cephes' `exp2f` in plain arithmetic that LLVM turns into SIMD code:
 w = k + f with k = round(w) and |f| ≤ ½ (exact), a degree-6 minimax polynomial for 2^f (relative error ≈ 2e-7) and
-2^k built in the exponent bits. w is clamped to [−127, 128]: below −127 (2^w < 6e-39, subnormal) the result is 0,
-above 128 it is inf, and NaN stays NaN. As in the torch path, the rounding of w = Δ·(A log2 e) costs a relative
-error ≈ |w|·6e-8 in the decay, which only matters where the decay is already negligible. For float64 it is libm's
-`exp2` (the float64 path serves tests and checks, not speed).
+2^k built in the exponent bits (for k = 128, 2^127 doubled, so that 2^w for 127.5 ≤ w < 128 stays finite). w is
+clamped to [−127, 128]: below −127 (2^w < 6e-39, subnormal) the result is 0, at 128 and above it is inf, and NaN
+stays NaN. As in the torch path, the rounding of w = Δ·(A log2 e) costs a relative error ≈ |w|·6e-8 in the decay,
+which only matters where the decay is already negligible. For float64 it is libm's `exp2` (the float64 path serves
+tests and checks, not speed).
 
 On it rest the scan's other elementwise functions, written so LLVM vectorises them too (numba would otherwise call
 libm once per element: for Mamba's fused softplus that cost four times the scan's own arithmetic):
@@ -29,8 +30,9 @@ from llvmlite import ir
 from numba import njit, types
 from numba.extending import intrinsic, overload
 
-LOWEST, HIGHEST = np.float32(-127.0), np.float32(128.0)  # 2^k is 0 and inf at the ends
-ONE = np.float32(1.0)
+LOWEST, HIGHEST = np.float32(-127.0), np.float32(128.0)  # 2^w is 0 and inf at the ends
+HIGHEST_FINITE_EXPONENT = np.float32(127.0)
+ONE, TWO = np.float32(1.0), np.float32(2.0)
 POLY = tuple(  # Cephes exp2f: 2^f ≈ 1 + f·P(f) on |f| ≤ ½
     np.float32(c)
     for c in (1.535336188319500e-4, 1.339887440266574e-3, 9.618437357674640e-3, 5.550332471162809e-2)
@@ -64,8 +66,11 @@ def _exp2_float32(w):
     p = POLY[0]
     for c in POLY[1:]:
         p = p * f + c
-    scale = _bits_to_float32((np.int64(k) + EXPONENT_BIAS) << MANTISSA_BITS)  # 2^k: 0 at k = −127, inf at 128
-    return (p * f + ONE) * scale
+    top = k > HIGHEST_FINITE_EXPONENT  # k = 128: 2^w can still be finite (w < 128), so build 2^127 and double it
+    k = k - ONE if top else k
+    scale = _bits_to_float32((np.int64(k) + EXPONENT_BIAS) << MANTISSA_BITS)  # 2^k: 0 at k = −127
+    result = (p * f + ONE) * scale
+    return result * TWO if top else result  # inf only where 2^w is past the largest float32
 
 
 @overload(scan_exp2, jit_options={"cache": True, "fastmath": {"contract"}})
