@@ -22,6 +22,8 @@ in Python, time steps are never looped over.
 Compiled CPU form (`dplr_numba.numba_dplr` without its low-rank term, needs numba): the recurrence step by step with
 the state in L1 cache; `linear_recurrence` takes it on plain CPU tensors under `HF_ICL_SCAN_BACKEND`
 (`cpu_paths.compiled_backend`) for states of at most `COMPILED_MAX_STATE` numbers, the chunked form otherwise.
+Where every head shares q and k and decays by a scalar (Mamba-2), `shared_key_numba` runs the heads as the columns
+of one state per batch row instead.
 
 Recurrent form (decoding): `recurrent_step`, O(Dk·Dv) per token. On CUDA, `chunked_linear_attention` dispatches to
 flash-linear-attention's chunk kernels (`chunk_simple_gla` for none/scalar decays, `chunk_gla` per key dim) when
@@ -47,8 +49,9 @@ COMPILED_MAX_STATE = 4096
 
 try:
     from .dplr_numba import numba_dplr
+    from .shared_key_numba import shared_key_recurrence
 except ImportError:  # numba is missing: the chunked torch form
-    numba_dplr = None
+    numba_dplr = shared_key_recurrence = None
 
 try:  # pragma: no cover - CUDA only
     from fla.ops.gla import chunk_gla
@@ -166,6 +169,20 @@ def recurrent_step(q, k, v, log_decay=None, state=None):
     return out.to(v.dtype), state
 
 
+def shares_keys(q, k, log_decay) -> bool:
+    """True where every head reads the same q and k (expanded over the heads: stride 0, or one head broadcast) and
+    decays by one scalar per head: Mamba-2's SSD, which `shared_key_numba` runs as one state per batch row."""
+    heads = q.shape[1]
+    return (
+        heads > 1
+        and q.stride(1) == 0
+        and k.stride(1) == 0
+        and log_decay is not None
+        and log_decay.dim() == 4
+        and log_decay.shape[-1] == 1
+    )
+
+
 def linear_recurrence(q, k, v, log_decay=None, mask=None, state=None, chunk_size: int = 64):
     """The mixers' entry point: padding, cache prefill/continuation, and the choice of form.
 
@@ -184,7 +201,9 @@ def linear_recurrence(q, k, v, log_decay=None, mask=None, state=None, chunk_size
         out (B, H, T, Dv).
     """
     if mask is not None:
-        k = zero_padding(k.transpose(1, 2), mask).transpose(1, 2)  # (B, H, T, Dk)
+        shared = k.shape[1] > 1 and k.stride(1) == 0  # zero one head's keys, then share them again
+        k_masked = zero_padding((k[:, :1] if shared else k).transpose(1, 2), mask).transpose(1, 2)  # (B, H|1, T, Dk)
+        k = k_masked.expand_as(k) if shared else k_masked  # (B, H, T, Dk)
         if log_decay is not None:
             log_decay = log_decay * mask[:, None, :, None].to(log_decay.dtype)  # (B, H, T, 1|Dk)
     previous = state.get("state") if state is not None else None
@@ -192,6 +211,10 @@ def linear_recurrence(q, k, v, log_decay=None, mask=None, state=None, chunk_size
         step_decay = None if log_decay is None else log_decay.expand(*q.shape[:3], -1)[:, :, 0]
         out, final = recurrent_step(q[:, :, 0], k[:, :, 0], v[:, :, 0], step_decay, previous)
         out = out[:, :, None]  # (B, H, 1, Dv)
+    elif shares_keys(q, k, log_decay) and compiled_backend(
+        shared_key_recurrence is not None, q, k, v, log_decay, previous
+    ) == "numba":
+        out, final = shared_key_recurrence(q, k, v, log_decay, previous)  # Mamba-2: heads as columns of one state
     elif (
         q.shape[-1] * v.shape[-1] <= COMPILED_MAX_STATE
         and compiled_backend(numba_dplr is not None, q, k, v, log_decay, previous) == "numba"
