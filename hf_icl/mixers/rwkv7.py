@@ -132,7 +132,8 @@ class RWKV7TimeMix(nn.Module):
         previous = torch.cat([last[:, None], x[:, :-1]], dim=1)  # (B, T, d)
         if state is not None:
             state.set("shift", x[:, -1] if mask is None else torch.where(mask[:, -1:], x[:, -1], last))
-        xr, xw, xk, xv, xa, xg = (x + (previous - x) * mu for mu in self.mix)
+        # the six token shifts as one fused product: (6, B, T, d), each slice contiguous
+        xr, xw, xk, xv, xa, xg = torch.addcmul(x, previous - x, self.mix[:, None, None, :]).unbind(0)
         r, k, v = self.r_proj(xr), self.k_proj(xk), self.v_proj(xv)
         v = transform_values(self, v, xv, context)  # (B, T, d)
         log_w = -DECAY_BOUND * torch.sigmoid(self.w_lora(xw).float())  # log w ∈ (−e^{−1/2}, 0)
