@@ -336,7 +336,8 @@ def train(args: RunArguments, resume_from: list[Path] | Path | None = None, chan
     curricula = args.curricula()
     try:
         stream = batch_stream(
-            accelerator, run.data, per_process_batch, args.seed, curricula, grouped=args.batching == "grouped"
+            accelerator, run.data, per_process_batch, args.data_order_seed(), curricula,
+            grouped=args.batching == "grouped",
         )
     except ValueError as err:  # a curriculum value the sampler rejects: still before the first step
         raise RunSetupError(str(err)) from None

@@ -130,6 +130,12 @@ def build_parser(epilog: str | None = None) -> argparse.ArgumentParser:
         "one optimiser step (same batches and schedule, less memory)",
     )
     parser.add_argument("--seed", type=int, help="seed of initialisation and data order")
+    parser.add_argument(
+        "--data-seed",
+        type=int,
+        help="seed of the data order alone (batches, online samples, augmentation), so that initialisation (--seed) "
+        "and data order can be varied apart; default: --seed",
+    )
     parser.add_argument("--threads", type=int, help="CPU threads per process (default: all cores if single-process)")
     for name, (option, owners) in legacy_options().items():  # a family's task option that was a run argument
         parser.add_argument(

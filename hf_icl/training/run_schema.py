@@ -16,6 +16,7 @@ from ..utils.validation import (
     POSITIVE_INT,
     POSITIVE_NUMBER,
     SEED,
+    SEED_MAX,
     Limit,
 )
 from .schedules import LR_SCHEDULES
@@ -68,6 +69,7 @@ class RunArguments:
     batch_size: int = 32
     gradient_accumulation_steps: int = 1
     seed: int = 0
+    data_seed: int | None = None  # the data order's seed (batches, online samples, augmentation); None: `seed`
     threads: int | None = None
     augment: bool = False
     batching: str = "grouped"
@@ -95,6 +97,11 @@ class RunArguments:
     def to_dict(self) -> dict:
         return asdict(self)
 
+    def data_order_seed(self) -> int:
+        """The seed of the training data's order: `data_seed` where given, else `seed` (as transformers'
+        `TrainingArguments.data_seed`), so that initialisation and data order can be varied apart."""
+        return self.seed if self.data_seed is None else self.data_seed
+
     def curricula(self) -> list[StepCurriculum]:
         return [StepCurriculum.parse(text) for text in self.curriculum]
 
@@ -118,6 +125,7 @@ RUN_LIMITS: dict[str, Limit] = {
     "batch_size": POSITIVE_INT,
     "gradient_accumulation_steps": POSITIVE_INT,
     "seed": SEED,
+    "data_seed": Limit(int, low=0, high=SEED_MAX, optional=True),
     "threads": Limit(int, low=1, high=1024, optional=True),
     "checkpoint_every": POSITIVE_INT,
     "keep_checkpoints": POSITIVE_INT,
