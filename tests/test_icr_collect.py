@@ -1,20 +1,15 @@
 """`experiments/icr_collect.py`: a sweep that joins an experiment folder collected before counts each run once."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
-
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "icr_collect.py"
+from script_loader import load_script
 
 
 @pytest.fixture(scope="module")
 def icr_collect():
-    spec = importlib.util.spec_from_file_location("icr_collect", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("experiments/icr_collect.py")
 
 
 def write_run(folder: Path, architecture: str, error: float) -> None:

@@ -1,24 +1,19 @@
 """`experiments/p2_seed_factors.py`: the rule of p2_parity_seed_factors.yaml on fabricated 3 x 3 tables, and the
 study it writes from fabricated runs (kept out of the report's run scan, declared as a study)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from script_loader import load_script
 
 from hf_icl.report.runs import scan_runs
 from hf_icl.report.studies import find_studies
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "p2_seed_factors.py"
-
 
 @pytest.fixture(scope="module")
 def factors():
-    spec = importlib.util.spec_from_file_location("p2_seed_factors", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("experiments/p2_seed_factors.py")
 
 
 def table(extrapolates):

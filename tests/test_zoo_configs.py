@@ -1,25 +1,21 @@
 """`experiments/zoo_configs.py`: a finished zoo search becomes the model's config by its spec's rule."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 import yaml
+from script_loader import load_script
 
 from hf_icl.sweep import expand, load_spec
 from hf_icl.training.config_files import load_yaml_config
 
 ROOT = Path(__file__).resolve().parents[1]
-SCRIPT = ROOT / "experiments" / "zoo_configs.py"
 
 
 @pytest.fixture(scope="module")
 def zoo_configs():
-    spec = importlib.util.spec_from_file_location("zoo_configs", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("experiments/zoo_configs.py")
 
 
 def fabricate_search(folder: Path, cpu_s: float, selected: int = 1) -> Path:
