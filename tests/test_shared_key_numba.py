@@ -92,3 +92,26 @@ def test_mamba2_takes_the_shared_key_kernel_and_agrees_with_the_chunked_form(mon
     calls = spy_on_kernel(monkeypatch, shared_key_numba, "SharedKeyRecurrence")
     assert_model_agrees_under_both_backends(monkeypatch, "mamba2", length=70, left_padding=6, generated=5)
     assert len(calls) >= 2  # the training forward and the prefill of every layer (tiny: 2 layers)
+
+
+def test_the_wrapper_continues_a_state_as_the_chunked_form_does():
+    """`shared_key_recurrence` on (B, H, T, ·) tensors with q and k expanded over the heads and a (B, H, Dk, P)
+    state to continue: the chunked form's output, final state and gradients."""
+    from hf_icl.mixers.ops.linear_recurrence import chunked_linear_attention
+
+    gen = torch.Generator().manual_seed(0)
+    batch, heads, length, keys, values = 2, 3, 45, 5, 4
+    leaves = [
+        torch.randn(batch, 1, length, keys, generator=gen), torch.randn(batch, 1, length, keys, generator=gen),
+        torch.randn(batch, heads, length, values, generator=gen), -torch.rand(batch, heads, length, 1, generator=gen),
+        torch.randn(batch, heads, keys, values, generator=gen),
+    ]  # fmt: skip
+    results = []
+    for function in (shared_key_numba.shared_key_recurrence, lambda *a: chunked_linear_attention(*a[:4], 16, a[4])):
+        inputs = [t.clone().requires_grad_() for t in leaves]
+        q, k, v, g, state = inputs
+        out, final = function(q.expand(-1, heads, -1, -1), k.expand(-1, heads, -1, -1), v, g, state)
+        grads = torch.autograd.grad(out.square().sum() + final.sin().sum(), inputs)
+        results.append((out, final, *grads))
+    for ours, oracle in zip(*results):
+        torch.testing.assert_close(ours, oracle, atol=2e-5, rtol=2e-5)
