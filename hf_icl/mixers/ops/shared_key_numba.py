@@ -29,6 +29,7 @@ import torch
 from numba import njit
 from torch.autograd.function import once_differentiable
 
+from .dplr_numba import _copy  # target[u] = source[s], the plain loop both kernels use
 from .kernel_threads import run_sliced, thread_count
 from .precision import autocast_off
 
@@ -69,14 +70,6 @@ def _advance(q, k, v, r, t, decays, states, s, out, emit):
         else:
             for j in range(values):
                 states[s, i, j] = decays[j] * states[s, i, j] + k_i * v[r, t, j]
-
-
-@njit(**OPTIONS)
-def _copy(source, s, target, u):
-    """target[u] = source[s] for (·, Dk, Dv) arrays, as a plain loop."""
-    for i in range(source.shape[1]):
-        for j in range(source.shape[2]):
-            target[u, i, j] = source[s, i, j]
 
 
 @njit(**OPTIONS)
