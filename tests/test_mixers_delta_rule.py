@@ -254,6 +254,77 @@ def test_sliding_window_attention_equals_dense_masked_softmax_and_its_cache(wind
     torch.testing.assert_close(torch.cat(parts, 1), ref, atol=1e-5, rtol=1e-5)
 
 
+@settings(max_examples=20, deadline=None)
+@given(rows=st.integers(1, 30), width=st.integers(1, 40), scale=st.floats(0.1, 2.0), tiny=st.booleans())
+def test_l2_normalize_compiled_equals_its_formula_in_values_and_gradients(rows, width, scale, tiny):
+    """The delta rule's q/k normalisation s · x / √(Σ x² + ε) (fla's l2norm): the compiled RMSNorm route ≡ the ATen
+    formula ≡ the formula in float64, values and gradients, on a strided (split) view, and near-zero rows finite."""
+    from hf_icl.mixers.ops import l2_norm
+
+    torch.manual_seed(rows * 41 + width)
+    base = torch.randn(rows, 3 * width, dtype=torch.float64) * (1e-4 if tiny else 1.0)
+    weights = torch.randn(rows, width, dtype=torch.float64)
+
+    def run(backend, dtype):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("HF_ICL_SCAN_BACKEND", backend)
+            x = base.to(dtype).requires_grad_()
+            y = l2_norm.l2_normalize(x[:, width : 2 * width], scale)  # a strided view, as q/k split from qkv
+            (grad,) = torch.autograd.grad((y * weights.to(dtype)).sum(), x)
+        return y.double(), grad.double()
+
+    middle = base[:, width : 2 * width]
+    exact = middle * scale / (middle.square().sum(-1, keepdim=True) + 1e-6).sqrt()
+    reference_grad = run("torch", torch.float64)[1]
+    for backend in ("numba", "torch"):
+        y, grad = run(backend, torch.float32)
+        torch.testing.assert_close(y, exact, atol=1e-5, rtol=1e-4)
+        atol = 1e-4 * max(1.0, reference_grad.abs().max().item())
+        torch.testing.assert_close(grad, reference_grad, atol=atol, rtol=1e-3)
+        assert torch.isfinite(grad).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(length=st.integers(1, 40), window=st.integers(1, 12), pads=st.lists(st.integers(0, 40), min_size=2, max_size=2))
+def test_banded_attention_equals_the_banded_mask_in_values_and_gradients(length, window, pads):
+    """Block-by-block sliding-window attention ≡ one SDPA call with the banded (T, T) mask, left padding included
+    (a padding query sees itself only, as the mixer's mask), with values and gradients."""
+    from hf_icl.mixers.sliding_window_attention import banded_attention
+
+    torch.manual_seed(length * 100 + window)
+    q, k, v = (torch.randn(2, 2, length, 4, dtype=torch.float64, requires_grad=True) for _ in range(3))
+    real = torch.arange(length)[None] >= torch.tensor(pads)[:, None].clamp(max=length - 1)  # (B, T)
+    distance = torch.arange(length)[:, None] - torch.arange(length)[None]
+    allowed = ((distance >= 0) & (distance < window))[None, None] & real[:, None, None] | (distance == 0)
+    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+    got = banded_attention(q, k, v, window, real)
+    torch.testing.assert_close(got, ref)
+    weights = torch.randn_like(ref)
+    grads = [torch.autograd.grad((y * weights).sum(), (q, k, v), retain_graph=True) for y in (got, ref)]
+    for a, b in zip(*grads, strict=True):
+        torch.testing.assert_close(a, b)
+
+
+def test_sliding_window_training_form_equals_its_cache_with_left_padding():
+    """The mixer's block-by-block training form (T > 2W) on a left-padded batch ≡ its cached prefill and decoding,
+    at the real positions."""
+    config = hf_icl.config_for("based", "tiny", vocab_size=20, attention_window=4)
+    torch.manual_seed(0)
+    mixer = MIXERS["sliding_window_attention"](config, layer_idx=1).eval()
+    hidden = torch.randn(2, 15, 64)
+    mask = (torch.arange(15)[None] >= torch.tensor([[0], [5]])).long()
+    with torch.no_grad():
+        whole = mixer(hidden, attention_mask=mask)
+        cache = ICLCache(2)
+        parts = [mixer(hidden[:, :3], attention_mask=mask[:, :3], cache=cache)]
+        cache.advance(3)
+        for t in range(3, 15):
+            parts.append(mixer(hidden[:, t : t + 1], attention_mask=mask[:, : t + 1], cache=cache))
+            cache.advance(1)
+    real = mask.bool()
+    torch.testing.assert_close(torch.cat(parts, 1)[real], whole[real], atol=1e-5, rtol=1e-5)
+
+
 @pytest.mark.skipif(
     not torch.cuda.is_available() or (delta_rule._FLA_DELTA is None and rwkv7_module.chunk_rwkv7 is None),
     reason="flash-linear-attention's delta-rule and RWKV-7 kernels need CUDA and the `fla` package",

@@ -42,6 +42,7 @@ from transformers import initialization as init
 
 from .chunk_decays import SAFE_EXPONENT, HeadDecayMask, even_chunk_size
 from .cpu_paths import compiled_backend
+from .l2_norm import l2_normalize
 from .mixing_maps import MixingMap, report_mixing_map
 from .padding import token_mask, zero_padding
 from .residual import residual_projection
@@ -298,9 +299,9 @@ class DeltaRuleMixer(nn.Module):
         qkv = torch.cat([self.q_proj(hidden_states), self.k_proj(hidden_states), self.v_proj(hidden_states)], -1)
         qkv = F.silu(self.conv(zero_padding(qkv, mask), state))  # (B, T, 3d)
         heads = (batch, length, self.num_heads, self.head_dim)
-        q, k, v = (part.reshape(heads).transpose(1, 2) for part in qkv.split(width, dim=-1))  # (B, H, T, D)
-        q = F.normalize(q, dim=-1, eps=1e-6) * self.head_dim**-0.5
-        k = F.normalize(k, dim=-1, eps=1e-6)
+        q, k, v = (part.reshape(heads) for part in qkv.split(width, dim=-1))  # (B, T, H, D)
+        q, k = l2_normalize(q, self.head_dim**-0.5), l2_normalize(k)  # contiguous (B, T, H, D)
+        q, k, v = (x.transpose(1, 2) for x in (q, k, v))  # (B, H, T, D)
         beta = torch.sigmoid(self.b_proj(hidden_states)).transpose(1, 2)[..., None]  # (B, H, T, 1)
         log_decay, remove = None, -beta * k
         if self.gated:
