@@ -72,7 +72,8 @@ ABOUT = {
     "zoo_step_cost": (
         "RegBench zoo: one forward+backward of each architecture against the Transformer at the recipe's shape",
         "ratio = the architecture's step time ÷ the Transformer's (tiny preset, 4 layers, B = 32, T = 384, one "
-        "thread), the median of the per-round ratios; target ≤ 1.3 for every zoo architecture.",
+        "thread), the median of the per-round ratios (one step of each side per round, the order alternating), with "
+        "their quartiles; target ≤ 1.3 for every zoo architecture.",
     ),
     "run_time_breakdown": (
         "Where a RegBench zoo run's CPU time goes besides its forward+backward steps",

@@ -26,7 +26,7 @@ declare -A ARGS=(
   [training_levers]="--repeats 3 --rounds 2 --steps 20"
   [mamba_mixing_map]="--repeats 3 --rounds 2"
   [cpu_kernels]="--rounds 5 --repeats 5"
-  [zoo_step_cost]="--rounds 3 --repeats 3"
+  [zoo_step_cost]="--rounds 15 --repeats 1"
   [compiled_recurrences]="--rounds 5 --repeats 3"
   [run_time_breakdown]="--steps 60"
 )
