@@ -138,7 +138,7 @@ def over_budget(records: list[RunRecord]) -> list[RunRecord]:
 def run_table(records: list[RunRecord]) -> tuple[list[str], list[list]]:
     keys = list(dict.fromkeys(k for r in records for k, v in r.metrics["test"].get("model", {}).items()
                               if isinstance(v, (int, float))))  # fmt: skip
-    header = ["run", "task", "architecture", "preset", "parameters", "steps", "seed", "threads", "CPU min",
+    header = ["run", "task", "architecture", "preset", "parameters", "steps", "seed", "threads", "CPU min", "host",
               "validation", *keys]  # fmt: skip
     rows = []
     for r in sorted(records, key=lambda r: r.name):
@@ -151,9 +151,18 @@ def run_table(records: list[RunRecord]) -> tuple[list[str], list[list]]:
             minutes += " (over)"
         rows.append([f"`{r.name}`", m.get("task"), f"{m.get('architecture')}{heads}", m.get("preset"),
                      f"{m.get('num_parameters', 0):,}", train.get("steps"), r.seed,
-                     m.get("run_config", {}).get("threads", "–"), minutes,
+                     m.get("run_config", {}).get("threads", "–"), minutes, host_label(m.get("machine")),
                      "yes" if "validation" in m else "no", *cells])  # fmt: skip
     return header, rows
+
+
+def host_label(machine: dict | None) -> str:
+    """The runs table's host cell: the CPU model as recorded (`metrics.json["machine"]`), "–" for runs from before
+    the host was recorded."""
+    if not machine or not machine.get("cpu_model"):
+        return "–"
+    extensions = [name for name, key in (("AVX-512", "avx512"), ("AMX", "amx")) if machine.get(key)]
+    return machine["cpu_model"] + (f" ({', '.join(extensions)})" if extensions else "")
 
 
 def number_lines(numbers: PaperNumbers, assessments: list[Assessment], records: list[RunRecord]) -> dict[str, Line]:

@@ -44,7 +44,7 @@ from .checkpoints import (
 from .data import batch_stream
 from .launch import single_process_launch_warning
 from .progress import append_validation, clear_stop, stop_requested
-from .provenance import code_provenance, code_segments
+from .provenance import code_provenance, code_segments, machine_facts
 from .run_files import write_reports
 from .schedules import TrainingClock, extension_cap, lr_multiplier, warmup_steps  # noqa: F401 (re-exported)
 
@@ -109,6 +109,7 @@ class Run:
     family: TaskFamily
     data: TaskData | None = None
     code: dict = field(default_factory=dict)  # which code this process imported (`code_provenance`)
+    machine: dict = field(default_factory=dict)  # the host this process runs on (`machine_facts`)
 
 
 def start_run(args: RunArguments) -> Run:
@@ -132,7 +133,8 @@ def start_run(args: RunArguments) -> Run:
     elif accelerator.num_processes == 1 and accelerator.device.type == "cpu":
         # `accelerate launch` pins a lone CPU process to OMP_NUM_THREADS=1; a single process should use the cores.
         torch.set_num_threads(len(os.sched_getaffinity(0)))
-    return Run(args, accelerator, output_dir, family_of(args.task), code=code_provenance())  # imported now
+    return Run(args, accelerator, output_dir, family_of(args.task), code=code_provenance(),  # imported now
+               machine=machine_facts())  # fmt: skip
 
 
 def claim_run_folder(run: Run) -> None:
@@ -621,6 +623,7 @@ def finish_run(run: Run, model, state, total_steps, steps_per_epoch, checksums) 
         "weights_checksum_per_process": checksums,
         "run_config": {**args.to_dict(), **data.description},
         "code": run.code,  # which code trained it (this process's, read when it started): versions, git commit
+        "machine": run.machine,  # the host of the process that finished it: CPU model, CPUs, AVX-512, AMX
     }
     if len(state.get("code_segments", [])) > 1:  # resumed: the code of every process that trained it, by step
         metrics["code_segments"] = state["code_segments"]

@@ -1,5 +1,8 @@
-"""Which code trained a run: `metrics.json["code"]` holds hf_icl's and torch's versions and, when the package is
-imported from a git checkout, its commit and whether its sources had uncommitted changes.
+"""Which code trained a run, and on what: `metrics.json["code"]` holds hf_icl's and torch's versions and, when the
+package is imported from a git checkout, its commit and whether its sources had uncommitted changes;
+`metrics.json["machine"]` the CPU model, its logical CPUs and the vector extensions the compiled kernels use (AVX-512,
+AMX), so that a run's CPU time is read against its host (a CPU run's cost differs by about 2x between the project's
+AMD EPYC and Intel Xeon hosts).
 
 Two runs of one config and seed trained by different code need not agree: a kernel exact to 1e-5 still moves the
 optimisation path, and at CPU scale the trained outcome can move by more than the spread between seeds (the
@@ -14,6 +17,7 @@ started from; `metrics.json` keeps them all when there was more than one.
 
 from __future__ import annotations
 
+import os
 import subprocess
 from pathlib import Path
 
@@ -46,6 +50,22 @@ def code_provenance() -> dict:
         "git_commit": commit or None,
         "git_dirty": bool(status) if status is not None else None,
     }
+
+
+def machine_facts(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict:
+    """`{"cpu_model": str or None, "cpu_count": int, "avx512": bool, "amx": bool}` of this host, from Linux's
+    `cpuinfo` file (None and False where it cannot be read)."""
+    model, flags = None, set()
+    try:
+        for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, _, value = line.partition(":")
+            if key.strip() == "model name" and model is None:
+                model = value.strip()
+            elif key.strip() == "flags" and not flags:
+                flags = set(value.split())
+    except OSError:
+        pass
+    return {"cpu_model": model, "cpu_count": os.cpu_count(), "avx512": "avx512f" in flags, "amx": "amx_tile" in flags}
 
 
 NOT_RECORDED = {"hf_icl": None, "torch": None, "git_commit": None, "git_dirty": None}
