@@ -23,11 +23,11 @@ from __future__ import annotations
 import math
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from transformers import initialization as init
 
 from .ops.delta_rule import dplr_map, dplr_recurrence, use_fla_kernel
+from .ops.l2_norm import l2_normalize
 from .ops.mixing_maps import MixingMap, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
@@ -139,7 +139,7 @@ class RWKV7TimeMix(nn.Module):
         log_w = -DECAY_BOUND * torch.sigmoid(self.w_lora(xw).float())  # log w ∈ (−e^{−1/2}, 0)
         a = torch.sigmoid(self.a_lora(xa))
         heads = (batch, length, self.num_heads, self.head_dim)
-        kk = F.normalize((k * self.k_k).view(heads), dim=-1, eps=1e-6).transpose(1, 2)  # κ̂ (B, H, T, D)
+        kk = l2_normalize((k * self.k_k).view(heads), eps=1e-12).transpose(1, 2)  # κ̂ (B, H, T, D), one pass
         k = k * (1 + (a - 1) * self.k_a)
         r, k, v, a, log_w = (t.reshape(heads).transpose(1, 2) for t in (r, k, v, a, log_w))
         bonus = (r * k * self.r_k[:, None]).sum(-1, keepdim=True)  # r · (ρ ⊙ k), (B, H, T, 1)
