@@ -198,6 +198,33 @@ def test_taylor_features_give_the_second_order_taylor_kernel():
     assert taylor_features(x).shape[-1] == 1 + 16 + 16 * 17 // 2
 
 
+@settings(max_examples=20, deadline=None)
+@given(rows=st.integers(1, 40), dim=st.integers(1, 20))
+def test_compiled_taylor_features_equal_the_pytorch_form_and_float64(rows, dim):
+    """φ(x) through the compiled kernel: the same bits as the PyTorch form forward, and its gradient within float32
+    rounding of the PyTorch form's and of the float64 form's."""
+    torch.manual_seed(rows * 31 + dim)
+    x = torch.randn(rows, dim)
+    weights = torch.randn(rows, 1 + dim + dim * (dim + 1) // 2, dtype=torch.float64)
+
+    def run(backend, dtype):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("HF_ICL_SCAN_BACKEND", backend)
+            leaf = x.to(dtype).requires_grad_()
+            features = taylor_features(leaf)
+            (grad,) = torch.autograd.grad((features * weights.to(dtype)).sum(), leaf)
+        return features, grad
+
+    compiled, compiled_grad = run("numba", torch.float32)
+    plain, plain_grad = run("torch", torch.float32)
+    exact, exact_grad = run("torch", torch.float64)
+    assert torch.equal(compiled, plain)
+    torch.testing.assert_close(compiled.double(), exact, atol=1e-5, rtol=1e-5)
+    scale = max(1.0, exact_grad.abs().max().item())
+    torch.testing.assert_close(compiled_grad, plain_grad, atol=2e-5 * scale, rtol=1e-4)
+    torch.testing.assert_close(compiled_grad.double(), exact_grad, atol=2e-5 * scale, rtol=1e-4)
+
+
 def test_taylor_features_train_after_a_first_call_under_inference_mode():
     from hf_icl.mixers.based import _pair_selector
 

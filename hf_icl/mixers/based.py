@@ -20,12 +20,18 @@ import functools
 import torch
 from torch import nn
 
+from .ops.cpu_paths import compiled_backend
 from .ops.linear_recurrence import linear_recurrence
 from .ops.mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .ops.padding import token_mask
 from .ops.residual import residual_projection
 from .registry import ConfigField, positive_int, register_mixer
 from .shared_fields import SCAN_CHUNK_SIZE
+
+try:
+    from .ops.taylor_numba import NumbaTaylorFeatures
+except ImportError:  # numba is missing: the PyTorch form
+    NumbaTaylorFeatures = None
 
 BASED_FEATURE_DIM = ConfigField("based_feature_dim", 16, "width d_f of Based's q/k before the Taylor feature map",
                                 check=positive_int)  # fmt: skip
@@ -51,8 +57,11 @@ def taylor_features(x: torch.Tensor) -> torch.Tensor:
 
     The pairs (x_i, x_j), i ≤ j, are taken by one product with a one-hot (d, 2P) selector rather than by indexing,
     whose backward (an accumulating `index_put`) cost a sixth of a Based training step on the CPU; a product with
-    one-hot columns is exact.
+    one-hot columns is exact. On plain float32 CPU tensors the compiled kernel of `ops/taylor_numba.py` computes the
+    same values in one pass each way (the PyTorch form is its oracle).
     """
+    if x.dtype == torch.float32 and compiled_backend(NumbaTaylorFeatures is not None, x) == "numba":
+        return NumbaTaylorFeatures.apply(x)  # one pass each way (`ops/taylor_numba.py`)
     dim = x.shape[-1]
     selector, weight = _pair_selector(dim, x.dtype, x.device)
     first, second = (x @ selector).chunk(2, dim=-1)  # (..., P) each: x_i and x_j of every pair
