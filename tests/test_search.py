@@ -118,3 +118,30 @@ def test_a_resumed_trial_does_not_report_its_earlier_steps_again(tmp_path, monke
     assert not [w for w in caught if "already reported" in str(w.message)]
     rows = json.loads((tmp_path / "out" / "trials.json").read_text())
     assert [(row["trial"], row["state"], row["steps"]) for row in rows] == [(0, "complete", 4)]
+
+
+def test_two_workers_draw_distinct_settings_and_a_rerun_draws_the_same(tmp_path):
+    """Two sweep processes on one study (one journal, a study object each) asking in turn: with one sampler per
+    trial seeded by (seed, trial number) their start-up settings differ (one sampler per process, seeded alike, drew
+    them in lockstep: trials 0 and 1 the same); a rerun of the search draws the same settings trial by trial."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    def draw(journal):
+        storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(journal)))
+        workers = [optuna.create_study(study_name="s", storage=storage, load_if_exists=True) for _ in range(2)]
+        drawn = []
+        for number in range(6):
+            study = workers[number % 2]
+            trial = study.ask()
+            study.sampler = search_module.trial_sampler(optuna, 0, trial.number)
+            drawn.append((trial.number, trial.suggest_float("lr", 1e-4, 1e-2, log=True),
+                          trial.suggest_categorical("variant", ["a", "b", "c"])))  # fmt: skip
+            study.tell(trial, 0.0)
+        return drawn
+
+    first = draw(tmp_path / "one.journal")
+    assert [number for number, *_ in first] == list(range(6))
+    assert len({lr for _, lr, _ in first}) == 6  # no two trials share a setting
+    assert draw(tmp_path / "two.journal") == first  # reproducible from the seed

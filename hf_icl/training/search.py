@@ -45,6 +45,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from ..utils.atomic_files import write_text_atomic
@@ -226,7 +227,7 @@ class Search:
             storage=storage,
             load_if_exists=True,
             direction=self.search.direction,
-            sampler=optuna.samplers.TPESampler(seed=self.search.seed),
+            sampler=trial_sampler(optuna, self.search.seed, 0),
             pruner=build_pruner(optuna, self.search.pruner),
         )
 
@@ -249,7 +250,9 @@ class Search:
         """Resume cut trials, then ask for new ones until `trials` have finished; returns one result per trial."""
         results = [self.run_trial(trial) for trial in self.cut_trials()]
         while self.spent() < self.search.trials:
-            results.append(self.run_trial(self.study.ask()))
+            trial = self.study.ask()  # its number is fixed now; its parameters are drawn at `suggest`
+            self.study.sampler = trial_sampler(self.optuna, self.search.seed, trial.number)
+            results.append(self.run_trial(trial))
         self.write_tables()
         return results
 
@@ -369,6 +372,18 @@ class Search:
 def base_point(spec, sweep):
     """The point that `config` and `base` alone give (what every trial starts from), named `run`."""
     return sweep.expand(sweep.SweepSpec(spec.output_root, spec.config, dict(spec.base)))[0]
+
+
+def trial_sampler(optuna, seed: int, number: int):
+    """The TPE sampler that draws trial `number`'s parameters, seeded from (`seed`, `number`).
+
+    Every sweep process on a spec shares the study but has its own sampler; one sampler seeded `seed` per process
+    made two workers draw the same random start-up settings in lockstep (trials 0 and 1 identical, then 2 and 3).
+    A fresh sampler per trial, seeded by the search's seed and the trial's number, draws distinct settings whatever
+    the number of workers, and the same settings for the same trial numbers on a rerun (TPE reads the history from
+    the study, so it keeps no state of its own between trials)."""
+    entropy = np.random.SeedSequence([seed, number]).generate_state(1)[0]
+    return optuna.samplers.TPESampler(seed=int(entropy))
 
 
 def trial_name(number: int) -> str:
