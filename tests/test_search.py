@@ -99,6 +99,24 @@ def test_a_trial_cut_by_a_kill_is_resumed_under_its_number(tmp_path, monkeypatch
     assert [(row["trial"], row["state"]) for row in rows] == [(0, "complete")]
 
 
+def test_a_cut_trial_another_process_ended_meanwhile_is_skipped_not_trained(tmp_path):
+    """A process lists the cut trials once at its start; if another process resumes one of them and ends it (here:
+    fails it) before this process reaches it, this process skips it instead of training it again and crashing on
+    optuna's UpdateFinishedTrialError (which left its trial's training process running as an orphan)."""
+    spec = write_spec(tmp_path, {**SEARCH, "trials": 1})
+    from hf_icl import sweep
+
+    search = search_module.Search(sweep.load_spec(spec), sweep)
+    trial = search.study.ask()
+    search_module.suggest(trial, search.search)
+    (listed,) = search.cut_trials()  # this process's list, read at its start
+    other = search_module.Search(sweep.load_spec(spec), sweep)  # another process on the same journal
+    other.study.tell(trial.number, state=other.optuna.trial.TrialState.FAIL)
+    result = search.run_trial(listed)
+    assert result["status"] == "skipped: already finished"
+    assert not (tmp_path / "out" / "trial-000").exists()  # nothing trained
+
+
 def test_a_resumed_trial_does_not_report_its_earlier_steps_again(tmp_path, monkeypatch):
     """The journal already holds the records a killed trial reported; the resumed run reports only the new steps
     (optuna warns and ignores a step reported twice)."""

@@ -257,7 +257,9 @@ class Search:
         return results
 
     def cut_trials(self) -> list:
-        """RUNNING trials whose run no process holds (a killed search): resumed under the same number."""
+        """RUNNING trials whose run no process holds (a killed search): resumed under the same number. The list is
+        read once; `run_trial` checks again, under the trial's lock, that each is still RUNNING before training it
+        (another process may have resumed and ended it meanwhile)."""
         cut = []
         for frozen in self.study.get_trials(deepcopy=False, states=(self.optuna.trial.TrialState.RUNNING,)):
             with claimed(self.root / f"{trial_name(frozen.number)}.lock") as held:
@@ -276,10 +278,17 @@ class Search:
         with claimed(lock) as held:
             if not held:
                 return {"name": name, "status": "skipped: another process runs it", "returncode": 0, "seconds": 0.0}
+            if not self.still_running(trial):  # a cut trial another process resumed and ended since it was listed
+                return {"name": name, "status": "skipped: already finished", "returncode": 0, "seconds": 0.0}
             result = self.train_reporting(trial, point)
         self.write_tables()
         print(f"    {name}: {result['status']} ({result['seconds']} s)", flush=True)
         return result
+
+    def still_running(self, trial) -> bool:
+        """Whether the study still has `trial` RUNNING (read afresh from the journal, which other processes write)."""
+        frozen = [t for t in self.study.get_trials(deepcopy=False) if t.number == trial.number]
+        return bool(frozen) and frozen[0].state == self.optuna.trial.TrialState.RUNNING
 
     def reported_steps(self, trial) -> list[int]:
         """The steps whose validation value `trial` has already reported (earlier sessions of a resumed trial)."""
