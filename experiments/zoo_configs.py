@@ -103,7 +103,7 @@ def seeds_spec(configs: list[Path]) -> str:
         "# experiments/zoo_configs.py from the configs present; do not edit by hand. Each run uses both cores:",
         "#   python -m hf_icl.sweep experiments/sweeps/regbench_zoo_seeds.yaml --jobs 1",
         "#   python -m hf_icl.report outputs/sweeps/regbench-zoo-seeds --collect docs/results/regbench_zoo \\",
-        "#       --output docs/results/regbench_zoo",
+        "#       --output outputs/sweeps/regbench-zoo-seeds/report   # the runs into docs/results, the sub-report not",
         "output_root: outputs/sweeps/regbench-zoo-seeds",
         "grid:",
         "  variant:",
