@@ -31,7 +31,7 @@ OPTIONS = dict(cache=True, fastmath={"contract"}, error_model="numpy", nogil=Tru
 
 
 @njit(**OPTIONS)
-def taylor_forward(x, root, pair_weights, out):
+def taylor_forward(x, out, root, pair_weights):
     """out (N, F) = φ(x) for x (N, d); root = d^{1/4}; pair_weights (2,) holds w_ii and w_ij (i < j)."""
     rows, dim = x.shape
     diagonal, off = pair_weights[0], pair_weights[1]
@@ -50,7 +50,7 @@ def taylor_forward(x, root, pair_weights, out):
 
 
 @njit(**OPTIONS)
-def taylor_backward(x, root, pair_weights, grad_out, grad_x):
+def taylor_backward(x, grad_out, grad_x, root, pair_weights):
     """grad_x (N, d) of `taylor_forward` for the output gradient grad_out (N, F)."""
     rows, dim = x.shape
     diagonal, off = pair_weights[0], pair_weights[1]
@@ -80,8 +80,7 @@ class NumbaTaylorFeatures(torch.autograd.Function):
         flat = x.detach().reshape(-1, dim).contiguous()  # (N, d)
         features = 1 + dim + dim * (dim + 1) // 2
         out = flat.new_empty(flat.shape[0], features)
-        scales = (np.float32(dim**0.25), pair_weights(dim))
-        run_in_slices(lambda xs, os_: taylor_forward(xs, *scales, os_), [flat.numpy(), out.numpy()])
+        run_in_slices(taylor_forward, [flat.numpy(), out.numpy()], extra=constants(dim))
         ctx.save_for_backward(flat)
         ctx.shape = x.shape
         return out.view(*x.shape[:-1], features)
@@ -94,10 +93,13 @@ class NumbaTaylorFeatures(torch.autograd.Function):
         dim = flat.shape[1]
         grad = grad_out.reshape(flat.shape[0], -1).contiguous()
         grad_x = torch.empty_like(flat)
-        scales = (np.float32(dim**0.25), pair_weights(dim))
-        run_in_slices(lambda xs, gs, out: taylor_backward(xs, *scales, gs, out),
-                      [flat.numpy(), grad.numpy(), grad_x.numpy()])  # fmt: skip
+        run_in_slices(taylor_backward, [flat.numpy(), grad.numpy(), grad_x.numpy()], extra=constants(dim))
         return grad_x.view(ctx.shape)
+
+
+def constants(dim: int) -> tuple:
+    """The kernels' constants for width d: d^{1/4} and the pair weights."""
+    return np.float32(dim**0.25), pair_weights(dim)
 
 
 def pair_weights(dim: int) -> np.ndarray:
