@@ -12,7 +12,13 @@ from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from hf_icl.mixers.ops.gated_toeplitz import plain_gated_toeplitz_mix  # noqa: E402
-from hf_icl.mixers.ops.toeplitz_numba import toeplitz_mix  # noqa: E402
+from hf_icl.mixers.ops.toeplitz_numba import toeplitz_mix as tokens_first_mix  # noqa: E402
+
+
+def toeplitz_mix(q, k, v, lags):
+    """The compiled mix on (B, H, T, D) tensors, as the plain expression takes them (the kernel takes (B, T, H, D))."""
+    z = tokens_first_mix(*(x.transpose(1, 2) for x in (q, k, v)), lags)
+    return z.transpose(1, 2)
 
 
 def toeplitz_maps(lags):

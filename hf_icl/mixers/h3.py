@@ -104,11 +104,10 @@ class H3Mixer(nn.Module):
         direct = self.direct_form(length, state, direct_max_length, q, k, v)
         if direct is not None:
             q, k, v = (t.reshape(batch, length, heads, head_dim) for t in (q, k, v))  # (B, T, H, D)
+            if direct == "numba":  # tokens first, as the projections write them
+                return q, k, v, toeplitz_mix(q, k, v, self.ssm.toeplitz_lags(length)).to(v.dtype)  # z: (B, T, H, D)
             heads_first = [t.transpose(1, 2) for t in (q, k, v)]  # (B, H, T, D)
-            if direct == "numba":
-                z = toeplitz_mix(*heads_first, self.ssm.toeplitz_lags(length))  # (B, H, T, D)
-            else:
-                z = gated_toeplitz_mix(*heads_first, self.ssm.toeplitz_map(length))
+            z = gated_toeplitz_mix(*heads_first, self.ssm.toeplitz_map(length))
             return q, k, v, z.transpose(1, 2).to(v.dtype)  # z: (B, T, H, D)
         kv = k.view(batch, length, heads, head_dim, 1) * v.view(batch, length, heads, 1, head_dim)  # (B, T, H, D, D)
         z = self.ssm(kv, state, prefix="kv_ssm")  # (B, T, H, D, D)

@@ -8,11 +8,12 @@ so the whole layer is one semiseparable matrix per head (§3, eq. 6), the "SSD m
 
 As `mamba_ssm.modules.mamba2.Mamba2` (one group, `ngroups=1`): in_proj d → (z, x, B, C, Δ) with d_inner = 2d and
 heads of P = `mamba2_head_dim`; a SiLU causal depthwise convolution over (x, B, C); Δ = softplus(· + Δ_bias);
-y = W_out RMSNorm(y ⊙ SiLU(z)). The SSD recurrence is linear attention with a per-head decay (q = C, k = B,
-v = Δ x, g = Δ A), so training runs `ops.linear_recurrence`'s chunked form (mamba-ssm's `ssd_minimal` blocks:
-intra-chunk masked products, inter-chunk states; every decay exp(b_t − b_j) ≤ 1), decoding its O(N·P) step, and
-on CUDA fla's `chunk_simple_gla` kernel when it imports. Padding: Δ = 0 and zeroed conv inputs at padded positions,
-so they neither write nor decay the state.
+y = W_out RMSNorm(y ⊙ SiLU(z)) (`ops.gated_rms_norm`: one compiled pass each way on the CPU). The SSD recurrence
+is linear attention with a per-head decay (q = C, k = B, v = Δ x, g = Δ A), so `ops.linear_recurrence` runs it: on
+the CPU the compiled kernel of `ops.shared_key_numba` (C and B are passed with one head, read once for all heads),
+elsewhere the chunked form (mamba-ssm's `ssd_minimal` blocks: intra-chunk masked products, inter-chunk states; every
+decay exp(b_t − b_j) ≤ 1), decoding its O(N·P) step, and on CUDA fla's `chunk_simple_gla` kernel when it imports.
+Padding: Δ = 0 and zeroed conv inputs at padded positions, so they neither write nor decay the state.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 from transformers import initialization as init
 
+from .ops.gated_rms_norm import gated_rms_norm
 from .ops.linear_recurrence import linear_recurrence
 from .ops.mixing_maps import MixingMap, causal_key_mask, report_mixing_map
 from .ops.padding import token_mask, zero_padding
@@ -113,7 +115,7 @@ class Mamba2Mixer(nn.Module):
 
     def finish(self, y, z):
         y = y.transpose(1, 2).reshape(*z.shape)  # (B, T, d_inner)
-        return self.out_proj(F.rms_norm(y * F.silu(z), (self.inner,), self.norm_weight, self.eps))
+        return self.out_proj(gated_rms_norm(y, z, self.norm_weight, self.eps, gate_first=True))
 
     def forward(
         self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, recorder=None, **kw
@@ -126,11 +128,7 @@ class Mamba2Mixer(nn.Module):
         return self.finish(y, z)
 
     def ssd(self, x, B, C, delta, mask, state):
-        heads = (-1, self.num_heads, -1, -1)
-        y = linear_recurrence(
-            C.expand(heads), B.expand(heads), (x * delta).to(x.dtype), self.log_decay(delta), mask, state,
-            self.chunk_size,
-        )  # fmt: skip
+        y = linear_recurrence(C, B, (x * delta).to(x.dtype), self.log_decay(delta), mask, state, self.chunk_size)
         return y + self.D[:, None, None] * x  # (B, H, T, P)
 
     def mixing_map(self, hidden_states, mask=None) -> MixingMap:

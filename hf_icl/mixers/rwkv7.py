@@ -31,6 +31,7 @@ from .ops.l2_norm import l2_normalize
 from .ops.mixing_maps import MixingMap, report_mixing_map
 from .ops.padding import token_mask, zero_padding
 from .ops.residual import residual_projection
+from .ops.token_shift import token_shift_mixes
 from .ops.value_transform import transform_values
 from .registry import ConfigField, positive_int, register_mixer
 from .shared_fields import SCAN_CHUNK_SIZE
@@ -129,11 +130,10 @@ class RWKV7TimeMix(nn.Module):
         x = zero_padding(hidden_states, mask)  # padding reads as "no previous token" in the shift
         last = state.get("shift") if state is not None else None
         last = x.new_zeros(batch, width) if last is None else last
-        previous = torch.cat([last[:, None], x[:, :-1]], dim=1)  # (B, T, d)
         if state is not None:
             state.set("shift", x[:, -1] if mask is None else torch.where(mask[:, -1:], x[:, -1], last))
-        # the six token shifts as one fused product: (6, B, T, d), each slice contiguous
-        xr, xw, xk, xv, xa, xg = torch.addcmul(x, previous - x, self.mix[:, None, None, :]).unbind(0)
+        # the six token shifts as one fused op: (6, B, T, d), each slice contiguous
+        xr, xw, xk, xv, xa, xg = token_shift_mixes(x, last, self.mix).unbind(0)
         r, k, v = self.r_proj(xr), self.k_proj(xk), self.v_proj(xv)
         v = transform_values(self, v, xv, context)  # (B, T, d)
         log_w = -DECAY_BOUND * torch.sigmoid(self.w_lora(xw).float())  # log w ∈ (−e^{−1/2}, 0)

@@ -42,6 +42,7 @@ from transformers import initialization as init
 
 from .chunk_decays import SAFE_EXPONENT, HeadDecayMask, even_chunk_size
 from .cpu_paths import compiled_backend
+from .gated_rms_norm import gated_rms_norm
 from .l2_norm import l2_normalize
 from .mixing_maps import MixingMap, report_mixing_map
 from .padding import token_mask, zero_padding
@@ -312,11 +313,13 @@ class DeltaRuleMixer(nn.Module):
 
     def finish(self, out, hidden_states):
         """W_o (RMSNorm per head, ⊙ SiLU(W_g x) when gated) of o (B, H, T, Dv)."""
-        out = F.rms_norm(out.transpose(1, 2), (self.head_dim,), self.norm_weight, self.eps)  # (B, T, H, Dv)
-        out = out.reshape(*hidden_states.shape[:2], -1)
-        if self.gated:
-            out = out * F.silu(self.g_proj(hidden_states))
-        return self.out_proj(out)  # (B, T, d)
+        out = out.transpose(1, 2)  # (B, T, H, Dv)
+        if self.gated:  # fla's FusedRMSNormGated: the norm, then the SiLU gate
+            gate = self.g_proj(hidden_states).view(out.shape)  # (B, T, H, Dv)
+            out = gated_rms_norm(out, gate, self.norm_weight, self.eps, gate_first=False)
+        else:
+            out = F.rms_norm(out, (self.head_dim,), self.norm_weight, self.eps)
+        return self.out_proj(out.reshape(*hidden_states.shape[:2], -1))  # (B, T, d)
 
     def forward(
         self, hidden_states, attention_mask=None, cache=None, input_ids=None, position_ids=None, recorder=None, **kw

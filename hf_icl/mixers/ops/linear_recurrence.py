@@ -169,14 +169,12 @@ def recurrent_step(q, k, v, log_decay=None, state=None):
     return out.to(v.dtype), state
 
 
-def shares_keys(q, k, log_decay) -> bool:
-    """True where every head reads the same q and k (expanded over the heads: stride 0, or one head broadcast) and
-    decays by one scalar per head: Mamba-2's SSD, which `shared_key_numba` runs as one state per batch row."""
-    heads = q.shape[1]
+def shares_keys(q, k, v, log_decay) -> bool:
+    """True where every head reads the same q and k (one head broadcast over v's heads, or expanded over them: stride
+    0) and decays by one scalar per head: Mamba-2's SSD, which `shared_key_numba` runs as one state per batch row."""
     return (
-        heads > 1
-        and q.stride(1) == 0
-        and k.stride(1) == 0
+        v.shape[1] > 1
+        and all(x.shape[1] == 1 or x.stride(1) == 0 for x in (q, k))
         and log_decay is not None
         and log_decay.dim() == 4
         and log_decay.shape[-1] == 1
@@ -191,7 +189,8 @@ def linear_recurrence(q, k, v, log_decay=None, mask=None, state=None, chunk_size
     state of the unpadded row.
 
     Args:
-        q, k: (B, H, T, Dk); v: (B, H, T, Dv); log_decay as in `chunked_linear_attention`.
+        q, k: (B, H|1, T, Dk), one head broadcast over v's (B, H, T, Dv); log_decay as in
+            `chunked_linear_attention`.
         mask: (B, T) boolean mask of real tokens (`ops.padding.token_mask`), or `None`.
         state: the layer's `MixerState`, or `None` without a cache. Its tensor "state" (B, H, Dk, Dv) is
             continued from when present and replaced by the final state.
@@ -207,24 +206,29 @@ def linear_recurrence(q, k, v, log_decay=None, mask=None, state=None, chunk_size
         if log_decay is not None:
             log_decay = log_decay * mask[:, None, :, None].to(log_decay.dtype)  # (B, H, T, 1|Dk)
     previous = state.get("state") if state is not None else None
-    if previous is not None and q.shape[2] == 1:
-        step_decay = None if log_decay is None else log_decay.expand(*q.shape[:3], -1)[:, :, 0]
-        out, final = recurrent_step(q[:, :, 0], k[:, :, 0], v[:, :, 0], step_decay, previous)
-        out = out[:, :, None]  # (B, H, 1, Dv)
-    elif shares_keys(q, k, log_decay) and compiled_backend(
-        shared_key_recurrence is not None, q, k, v, log_decay, previous
-    ) == "numba":
-        out, final = shared_key_recurrence(q, k, v, log_decay, previous)  # Mamba-2: heads as columns of one state
-    elif (
-        q.shape[-1] * v.shape[-1] <= COMPILED_MAX_STATE
-        and compiled_backend(numba_dplr is not None, q, k, v, log_decay, previous) == "numba"
-    ):
-        out, final = numba_dplr(q, k, v, None, None, log_decay, previous)  # no low-rank term
-    else:
-        out, final = chunked_linear_attention(q, k, v, log_decay, chunk_size, previous)
+    out, final = _recurrence(q, k, v, log_decay, previous, chunk_size)
     if state is not None:
         state.set("state", final)
     return out
+
+
+def _recurrence(q, k, v, log_decay, previous, chunk_size):
+    """out (B, H, T, Dv) and the final state by the cheapest exact form for these inputs (padding already applied)."""
+    decoding = previous is not None and q.shape[2] == 1
+    if not decoding and shares_keys(q, k, v, log_decay):
+        if compiled_backend(shared_key_recurrence is not None, q, k, v, log_decay, previous) == "numba":
+            return shared_key_recurrence(q, k, v, log_decay, previous)  # Mamba-2: heads as columns of one state
+    q, k = (x.expand(-1, v.shape[1], -1, -1) for x in (q, k))  # (B, H, T, Dk)
+    if decoding:
+        step_decay = None if log_decay is None else log_decay.expand(*q.shape[:3], -1)[:, :, 0]
+        out, final = recurrent_step(q[:, :, 0], k[:, :, 0], v[:, :, 0], step_decay, previous)
+        return out[:, :, None], final  # (B, H, 1, Dv)
+    if (
+        q.shape[-1] * v.shape[-1] <= COMPILED_MAX_STATE
+        and compiled_backend(numba_dplr is not None, q, k, v, log_decay, previous) == "numba"
+    ):
+        return numba_dplr(q, k, v, None, None, log_decay, previous)  # no low-rank term
+    return chunked_linear_attention(q, k, v, log_decay, chunk_size, previous)
 
 
 def linear_recurrence_map(q, k, log_decay=None, mask=None):

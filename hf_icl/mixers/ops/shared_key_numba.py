@@ -185,7 +185,8 @@ def shared_key_recurrence(q, k, v, log_decay, initial_state=None):
     """`linear_recurrence`'s maths for q and k shared by the heads and one decay per head, through the kernels.
 
     Args:
-        q, k: (B, H|1, T, Dk), the same for every head; v: (B, H, T, P); log_decay: (B, H, T, 1), ≤ 0.
+        q, k: (B, H|1, T, Dk), the same for every head (expanded over them, or one head); v: (B, H, T, P);
+            log_decay: (B, H, T, 1), ≤ 0.
         initial_state: (B, H, Dk, P) or `None` (zeros).
 
     Returns:
@@ -193,7 +194,8 @@ def shared_key_recurrence(q, k, v, log_decay, initial_state=None):
     """
     batch, heads, length, values = v.shape
     keys = q.shape[-1]
-    q_, k_ = (x[:, 0].float().contiguous() for x in (q, k))  # (B, T, Dk)
+    # (B, T, Dk); one head is squeezed, not selected: a select's backward zero-fills a (B, H, T, Dk) gradient
+    q_, k_ = ((x.squeeze(1) if x.shape[1] == 1 else x[:, 0]).float().contiguous() for x in (q, k))
     v_ = v.float().transpose(1, 2).reshape(batch, length, heads * values).contiguous()  # (B, T, H·P)
     g_ = log_decay.float().expand(batch, heads, length, 1)[..., 0].transpose(1, 2).contiguous()  # (B, T, H)
     if initial_state is None:

@@ -87,33 +87,35 @@ def _gate(block, t0, rows, count, lags, length):
 
 
 @njit(**OPTIONS)
-def _store_column(out, r, t0, rows, column, v0, v1, v2, v3):
-    """out[r, t0 + i, column] = v_i for the block's rows i < rows."""
-    out[r, t0, column] = v0
+def _store_column(out, t0, rows, column, v0, v1, v2, v3):
+    """out[t0 + i, column] = v_i for the block's rows i < rows; out (T, D) is one batch row and head."""
+    out[t0, column] = v0
     if rows > 1:
-        out[r, t0 + 1, column] = v1
+        out[t0 + 1, column] = v1
     if rows > 2:
-        out[r, t0 + 2, column] = v2
+        out[t0 + 2, column] = v2
     if rows > 3:
-        out[r, t0 + 3, column] = v3
+        out[t0 + 3, column] = v3
 
 
 @njit(**OPTIONS)
-def toeplitz_forward(q, keys_t, values_t, reversed_lags, heads, z):
-    """z (R, T, D) for rows r = (b, h) (h = r mod heads): q (R, T, D), keys_t, values_t (R, D, T) (k, v transposed),
-    reversed_lags (H, T) with reversed_lags[h, T − 1 − l] = K_h[l]. Queries go `ROWS` at a time."""
-    rows, length, dim = q.shape
+def toeplitz_forward(q, keys_t, values_t, reversed_lags, z):
+    """z (B, T, H, D) from q (B, T, H, D) (tokens first, as the projections write them), keys_t, values_t (B, H, D, T)
+    (k, v transposed) and reversed_lags (H, T) with reversed_lags[h, T − 1 − l] = K_h[l]. Queries go `ROWS` at a
+    time."""
+    batch, length, heads, dim = q.shape
     scores = np.empty((ROWS, length), q.dtype)
-    for r in range(rows):
-        lags = reversed_lags[r % heads]
+    for r in range(batch * heads):
+        b, h = r // heads, r % heads
+        queries, keys, values, out, lags = q[b, :, h], keys_t[b, h], values_t[b, h], z[b, :, h], reversed_lags[h]
         for t0 in range(0, length, ROWS):
             block = min(ROWS, length - t0)
             count = t0 + block  # keys j < count reach some row of the block
-            _block_scores(q[r], t0, block, keys_t[r], count, scores)
+            _block_scores(queries, t0, block, keys, count, scores)
             _gate(scores, t0, block, count, lags, length)
             for c in range(0, dim, 2):  # two value columns per pass over the scores (the last alone if D is odd)
                 pair = c + 1 < dim
-                value, other = values_t[r, c], values_t[r, c + 1 if pair else c]
+                value, other = values[c], values[c + 1 if pair else c]
                 z0 = z1 = z2 = z3 = y0 = y1 = y2 = y3 = q.dtype.type(0)
                 for j in range(count):
                     x, u = value[j], other[j]
@@ -126,29 +128,33 @@ def toeplitz_forward(q, keys_t, values_t, reversed_lags, heads, z):
                     y1 += s1 * u
                     y2 += s2 * u
                     y3 += s3 * u
-                _store_column(z, r, t0, block, c, z0, z1, z2, z3)
+                _store_column(out, t0, block, c, z0, z1, z2, z3)
                 if pair:
-                    _store_column(z, r, t0, block, c + 1, y0, y1, y2, y3)
+                    _store_column(out, t0, block, c + 1, y0, y1, y2, y3)
 
 
 @njit(**OPTIONS)
-def toeplitz_backward(q, keys_t, values_t, reversed_lags, heads, grad_z, grad_q, grad_keys_t, grad_values_t, grad_lags):
-    """Gradients of `toeplitz_forward` given ∂z (R, T, D): writes grad_q (R, T, D), grad_keys_t, grad_values_t
-    (R, D, T) and adds ∂(reversed_lags) into grad_lags (H, T) (float64). Queries go `ROWS` at a time."""
-    rows, length, dim = q.shape
+def toeplitz_backward(q, keys_t, values_t, reversed_lags, grad_z, grad_q, grad_keys_t, grad_values_t, grad_lags):
+    """Gradients of `toeplitz_forward` given ∂z (B, T, H, D): writes grad_q (B, T, H, D), grad_keys_t, grad_values_t
+    (B, H, D, T) and adds ∂(reversed_lags) into grad_lags (H, T) (float64). Queries go `ROWS` at a time."""
+    batch, length, heads, dim = q.shape
+    zero = q.dtype.type(0)
     scores = np.empty((ROWS, length), q.dtype)  # q_t · k_j, then the gated weight of v_j in z_t
     pulls = np.empty((ROWS, length), q.dtype)  # ∂z_t · v_j, then ∂loss/∂(q_t · k_j)
     lag_row = np.empty(length, q.dtype)  # this row's ∂(reversed lags)
-    for r in range(rows):
-        lags = reversed_lags[r % heads]
-        grad_keys_t[r] = 0
-        grad_values_t[r] = 0
+    for r in range(batch * heads):
+        b, h = r // heads, r % heads
+        queries, keys, values, lags = q[b, :, h], keys_t[b, h], values_t[b, h], reversed_lags[h]
+        pulled, grad_queries = grad_z[b, :, h], grad_q[b, :, h]  # (T, D)
+        grad_keys, grad_values = grad_keys_t[b, h], grad_values_t[b, h]  # (D, T)
+        grad_keys[:] = 0
+        grad_values[:] = 0
         lag_row[:] = 0
         for t0 in range(0, length, ROWS):
             block = min(ROWS, length - t0)
             count = t0 + block
-            _block_scores(q[r], t0, block, keys_t[r], count, scores)
-            _block_scores(grad_z[r], t0, block, values_t[r], count, pulls)
+            _block_scores(queries, t0, block, keys, count, scores)
+            _block_scores(pulled, t0, block, values, count, pulls)
             for i in range(block):
                 t = t0 + i
                 offset = length - 1 - t
@@ -157,12 +163,9 @@ def toeplitz_backward(q, keys_t, values_t, reversed_lags, heads, grad_z, grad_q,
             _gate(scores, t0, block, count, lags, length)
             _gate(pulls, t0, block, count, lags, length)  # ∂(q_t · k_j) = K[t − j] (∂z_t · v_j)
             for a in range(dim):
-                key, grad_key = keys_t[r, a], grad_keys_t[r, a]
-                q0 = q[r, t0, a]
-                q1 = q[r, t0 + 1, a] if block > 1 else q.dtype.type(0)
-                q2 = q[r, t0 + 2, a] if block > 2 else q.dtype.type(0)
-                q3 = q[r, t0 + 3, a] if block > 3 else q.dtype.type(0)
-                g0 = g1 = g2 = g3 = q.dtype.type(0)
+                key, grad_key = keys[a], grad_keys[a]
+                q0, q1, q2, q3 = _row_weights(queries, t0, block, a)
+                g0 = g1 = g2 = g3 = zero
                 for j in range(count):
                     x = key[j]
                     g0 += pulls[0, j] * x
@@ -170,68 +173,64 @@ def toeplitz_backward(q, keys_t, values_t, reversed_lags, heads, grad_z, grad_q,
                     g2 += pulls[2, j] * x
                     g3 += pulls[3, j] * x
                     grad_key[j] += pulls[0, j] * q0 + pulls[1, j] * q1 + pulls[2, j] * q2 + pulls[3, j] * q3
-                _store_column(grad_q, r, t0, block, a, g0, g1, g2, g3)
+                _store_column(grad_queries, t0, block, a, g0, g1, g2, g3)
             for c in range(dim):
-                grad_value = grad_values_t[r, c]
-                d0 = grad_z[r, t0, c]
-                d1 = grad_z[r, t0 + 1, c] if block > 1 else q.dtype.type(0)
-                d2 = grad_z[r, t0 + 2, c] if block > 2 else q.dtype.type(0)
-                d3 = grad_z[r, t0 + 3, c] if block > 3 else q.dtype.type(0)
+                grad_value = grad_values[c]
+                d0, d1, d2, d3 = _row_weights(pulled, t0, block, c)
                 for j in range(count):
                     grad_value[j] += scores[0, j] * d0 + scores[1, j] * d1 + scores[2, j] * d2 + scores[3, j] * d3
-        grad_lags[r % heads] += lag_row
+        grad_lags[h] += lag_row
 
 
 class NumbaToeplitzMix(torch.autograd.Function):
-    """Autograd function: (q, k, v (B, H, T, D), lags K (H, T)) → z (B, H, T, D), z_t = Σ_{j≤t} (q_t·k_j) K[t−j] v_j.
+    """Autograd function: (q, k, v (B, T, H, D), lags K (H, T)) → z (B, T, H, D), z_t = Σ_{j≤t} (q_t·k_j) K[t−j] v_j.
 
-    Contiguous float inputs of one dtype on the CPU; first derivatives only.
+    Float inputs of one dtype on the CPU, tokens first (the projections' layout: q and z need no copy, k and v one
+    transpose each); first derivatives only.
     """
 
     @staticmethod
     @autocast_off
     def forward(ctx, q, k, v, lags):
-        batch, heads, length, dim = q.shape
-        rows_q = q.detach().reshape(batch * heads, length, dim).contiguous()  # (R, T, D)
-        keys_t, values_t = (x.detach().reshape(batch * heads, length, dim).transpose(1, 2).contiguous() for x in (k, v))
+        q = q.detach().contiguous()  # (B, T, H, D)
+        keys_t, values_t = (x.detach().permute(0, 2, 3, 1).contiguous() for x in (k, v))  # (B, H, D, T)
         reversed_lags = lags.detach().flip(-1).contiguous()  # (H, T)
-        z = torch.empty_like(rows_q)
-        arrays = [x.numpy() for x in (rows_q, keys_t, values_t, z)]
+        z = torch.empty_like(q)
+        arrays = [x.numpy() for x in (q, keys_t, values_t, z)]
+        batch, length, heads, dim = q.shape
 
-        def run_rows(part, lo, hi):  # batch rows lo..hi: every slice starts at head 0
-            q_, k_, v_, z_ = (x[lo * heads : hi * heads] for x in arrays)
-            toeplitz_forward(q_, k_, v_, reversed_lags.numpy(), heads, z_)
+        def run_rows(part, lo, hi):  # batch rows lo..hi
+            q_, k_, v_, z_ = (x[lo:hi] for x in arrays)
+            toeplitz_forward(q_, k_, v_, reversed_lags.numpy(), z_)
 
         run_sliced(run_rows, batch, thread_count(batch * heads * length * length * dim // 2))
-        ctx.save_for_backward(rows_q, keys_t, values_t, reversed_lags)
-        ctx.shape = q.shape
-        return z.view(batch, heads, length, dim)
+        ctx.save_for_backward(q, keys_t, values_t, reversed_lags)
+        return z
 
     @staticmethod
     @once_differentiable
     @autocast_off
     def backward(ctx, grad_z):
-        rows_q, keys_t, values_t, reversed_lags = ctx.saved_tensors
-        batch, heads, length, dim = ctx.shape
-        grad_z = grad_z.reshape(batch * heads, length, dim).contiguous()
-        grad_q, grad_keys_t, grad_values_t = (torch.empty_like(x) for x in (rows_q, keys_t, values_t))
+        q, keys_t, values_t, reversed_lags = ctx.saved_tensors
+        batch, length, heads, dim = q.shape
+        grad_z = grad_z.contiguous()  # (B, T, H, D)
+        grad_q, grad_keys_t, grad_values_t = (torch.empty_like(x) for x in (q, keys_t, values_t))
         parts = min(batch, thread_count(batch * heads * length * length * dim // 2))
         grad_lags = torch.zeros(parts, heads, length, dtype=torch.float64)
-        inputs = [x.numpy() for x in (rows_q, keys_t, values_t, grad_z, grad_q, grad_keys_t, grad_values_t)]
+        inputs = [x.numpy() for x in (q, keys_t, values_t, grad_z, grad_q, grad_keys_t, grad_values_t)]
 
         def run_rows(part, lo, hi):  # batch rows lo..hi
-            q_, k_, v_, grad_z_, *grads = (x[lo * heads : hi * heads] for x in inputs)
-            toeplitz_backward(q_, k_, v_, reversed_lags.numpy(), heads, grad_z_, *grads, grad_lags[part].numpy())
+            q_, k_, v_, grad_z_, *grads = (x[lo:hi] for x in inputs)
+            toeplitz_backward(q_, k_, v_, reversed_lags.numpy(), grad_z_, *grads, grad_lags[part].numpy())
 
         run_sliced(run_rows, batch, parts)
-        shape = (batch, heads, dim, length)
-        grad_k, grad_v = (g.view(shape).transpose(-1, -2) for g in (grad_keys_t, grad_values_t))  # (B, H, T, D)
+        grad_k, grad_v = (g.permute(0, 3, 1, 2) for g in (grad_keys_t, grad_values_t))  # (B, T, H, D)
         grad_lags = grad_lags.sum(0).flip(-1).to(reversed_lags.dtype)  # (H, T) in lag order
-        return grad_q.view(batch, heads, length, dim), grad_k, grad_v, grad_lags
+        return grad_q, grad_k, grad_v, grad_lags
 
 
 def toeplitz_mix(q, k, v, lags) -> torch.Tensor:
-    """z_t = Σ_{j≤t} (q_t · k_j) K[t − j] v_j through the compiled kernels: q, k, v (B, H, T, D), lags K (H, T) (lag
-    0 first); returns (B, H, T, D) in K's dtype (q, k, v are cast to it, as `gated_toeplitz_mix` does)."""
-    q, k, v = (x.to(lags.dtype).contiguous() for x in (q, k, v))
+    """z_t = Σ_{j≤t} (q_t · k_j) K[t − j] v_j through the compiled kernels: q, k, v (B, T, H, D) (tokens first), lags K
+    (H, T) (lag 0 first); returns (B, T, H, D) in K's dtype (q, k, v are cast to it, as `gated_toeplitz_mix` does)."""
+    q, k, v = (x.to(lags.dtype) for x in (q, k, v))
     return NumbaToeplitzMix.apply(q, k, v, lags.contiguous())
