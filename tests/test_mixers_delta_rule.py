@@ -370,3 +370,22 @@ def test_fla_kernels_match_the_pure_path(arch, monkeypatch):  # pragma: no cover
         monkeypatch.setattr(rwkv7_module, "chunk_rwkv7", None)
         pure = mixer(hidden, attention_mask=mask.long())
     torch.testing.assert_close(fast[mask].float(), pure[mask].float(), atol=3e-2, rtol=3e-2)
+
+
+@settings(max_examples=10, deadline=None)
+@given(heads=st.sampled_from([1, 2, 4]), seed=st.integers(0, 1000))
+def test_rwkv7_output_norm_is_its_group_norm(heads, seed):
+    """RWKV-7's finish normalises each head by LayerNorm plus the per-channel affine: the same as its nn.GroupNorm
+    (one group per head) applied to the (B·T, d) rows, for random parameters."""
+    mixer = tiny_mixer("rwkv7", num_attention_heads=heads)
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        mixer.norm.weight.copy_(torch.randn(mixer.norm.weight.shape, generator=gen, dtype=torch.float64))
+        mixer.norm.bias.copy_(torch.randn(mixer.norm.bias.shape, generator=gen, dtype=torch.float64))
+    batch, length, width = 2, 5, mixer.k_k.numel()
+    normal = dict(generator=gen, dtype=torch.float64)  # tiny_mixer is float64
+    out, v = (torch.randn(batch, heads, length, width // heads, **normal) * 3 for _ in range(2))
+    bonus, gate = torch.randn(batch, heads, length, 1, **normal), torch.randn(batch, length, width, **normal)
+    expected = mixer.norm(out.transpose(1, 2).reshape(batch * length, width)).view(batch, length, heads, -1)
+    expected = mixer.out_proj((expected + (bonus * v).transpose(1, 2)).reshape(batch, length, width) * gate)
+    torch.testing.assert_close(mixer.finish(out, v, bonus, gate), expected, atol=1e-10, rtol=1e-10)

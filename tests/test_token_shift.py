@@ -18,7 +18,11 @@ from hf_icl.mixers.ops.token_shift_numba import NumbaTokenShift  # noqa: E402
 
 def aten(x, last, mix):
     previous = torch.cat([last[:, None], x[:, :-1]], dim=1)
-    return x + (previous - x) * mix[:, None, None, :]
+    return x + (previous - x) * mix[:, None, None, :]  # (M, B, T, d)
+
+
+def compiled(x, last, mix):
+    return torch.stack(NumbaTokenShift.apply(x, last, mix))  # (M, B, T, d)
 
 
 def values_and_grads(fn, inputs, cotangent):
@@ -35,7 +39,7 @@ def test_compiled_token_shift_equals_aten_and_float64(batch, length, width, mixe
     x, last = torch.randn(batch, length, width, generator=gen), torch.randn(batch, width, generator=gen)
     mix = torch.rand(mixes, width, generator=gen)
     cotangent = torch.randn(mixes, batch, length, width, generator=gen)
-    ours = values_and_grads(NumbaTokenShift.apply, (x, last, mix), cotangent)
+    ours = values_and_grads(compiled, (x, last, mix), cotangent)
     exact = values_and_grads(aten, (x.double(), last.double(), mix.double()), cotangent.double())
     for name, mine, truth in zip(["out", "x", "last", "mix"], ours, exact):
         # ∂μ sums B·T terms of size |G| · |x_{t−1} − x_t|: float32 rounding of that sum
@@ -49,7 +53,7 @@ def test_hand_computed_case():
     x = torch.tensor([[[1.0], [3.0]]])  # B = 1, T = 2, d = 1
     last = torch.tensor([[5.0]])
     mix = torch.tensor([[0.25], [1.0]])
-    out = NumbaTokenShift.apply(x, last, mix)
+    out = compiled(x, last, mix)
     # m = 0: 1 + (5 − 1)/4 = 2, 3 + (1 − 3)/4 = 2.5; m = 1: the previous token itself, 5 and 1
     assert out[:, 0, :, 0].tolist() == [[2.0, 2.5], [5.0, 1.0]]
 
@@ -61,7 +65,7 @@ def test_dispatch_takes_the_kernel_only_where_it_applies(monkeypatch):
     assert calls == [torch.float32]
     token_shift_mixes(x.double(), last.double(), mix.double())  # float64: ATen
     monkeypatch.setenv(SCAN_BACKEND_ENV, "torch")
-    torch.testing.assert_close(token_shift_mixes(x, last, mix), aten(x, last, mix))
+    torch.testing.assert_close(torch.stack(token_shift_mixes(x, last, mix)), aten(x, last, mix))
     assert calls == [torch.float32]
 
 

@@ -18,8 +18,8 @@ except ImportError:  # numba is missing: ATen ops
     NumbaTokenShift = None
 
 
-def token_shift_mixes(x: torch.Tensor, last: torch.Tensor, mix: torch.Tensor) -> torch.Tensor:
-    """The M mixes (M, B, T, d) of x (B, T, d) with its shifted copy, for mix (M, d) and the last input (B, d).
+def token_shift_mixes(x: torch.Tensor, last: torch.Tensor, mix: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """The M mixes of x (B, T, d) with its shifted copy, M tensors (B, T, d), for mix (M, d) and the last input (B, d).
 
     Args:
         x (`torch.Tensor`): the tokens (B, T, d).
@@ -30,4 +30,4 @@ def token_shift_mixes(x: torch.Tensor, last: torch.Tensor, mix: torch.Tensor) ->
     if same_dtype and compiled_backend(NumbaTokenShift is not None, x, last, mix) == "numba":
         return NumbaTokenShift.apply(x, last, mix)
     previous = torch.cat([last[:, None], x[:, :-1]], dim=1)  # (B, T, d)
-    return torch.addcmul(x, previous - x, mix[:, None, None, :])  # (M, B, T, d)
+    return torch.addcmul(x, previous - x, mix[:, None, None, :]).unbind(0)  # M × (B, T, d)

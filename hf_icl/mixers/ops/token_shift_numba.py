@@ -30,28 +30,31 @@ OPTIONS = dict(cache=True, fastmath={"contract", "reassoc"}, error_model="numpy"
 
 
 @njit(**OPTIONS)
-def token_shift_forward(x, last, mix, out):
-    """out (M, B, T, d) from x (B, T, d), last (B, d) (x_{−1}) and mix (M, d)."""
+def token_shift_forward(x, last, mix, outs):
+    """outs (a tuple of M arrays (B, T, d)) from x (B, T, d), last (B, d) (x_{−1}) and mix (M, d)."""
     batch, length, width = x.shape
     for b in range(batch):
         for t in range(length):
             previous = last[b] if t == 0 else x[b, t - 1]
             for m in range(mix.shape[0]):
+                out = outs[m]
                 for c in range(width):
-                    out[m, b, t, c] = x[b, t, c] + (previous[c] - x[b, t, c]) * mix[m, c]
+                    out[b, t, c] = x[b, t, c] + (previous[c] - x[b, t, c]) * mix[m, c]
 
 
 @njit(**OPTIONS)
 def _accumulate(target, gradient, scale, width):
     """target[t·d + c] += gradient[t·d + c] · scale[c] over a flat (T·d) row, scale (d,) per channel."""
-    for base in range(0, target.shape[0], width):
+    for t in range(target.shape[0] // width):
+        base = t * width
         for c in range(width):
             target[base + c] += gradient[base + c] * scale[c]
 
 
 @njit(**OPTIONS)
-def token_shift_backward(x, last, mix, grad_out, grad_x, grad_last, grad_mix):
-    """grad_x (B, T, d), grad_last (B, d) and grad_mix (M, d) (float64; all overwritten) given grad_out (M, B, T, d).
+def token_shift_backward(x, last, mix, grads, grad_x, grad_last, grad_mix):
+    """grad_x (B, T, d), grad_last (B, d) and grad_mix (M, d) (float64; all overwritten) given the gradients of the
+    outputs, a tuple of M arrays (B, T, d).
 
     Per batch row, over its tokens flattened to T·d: each sum is its own loop (one output each, so that LLVM
     vectorises it; one loop updating three outputs stayed scalar and cost four times as much)."""
@@ -63,7 +66,6 @@ def token_shift_backward(x, last, mix, grad_out, grad_x, grad_last, grad_mix):
     later = np.empty(size, x.dtype)  # Σ_m G[m, t] ⊙ μ_m: the part of ∂x_{t−1} from step t
     row_mix = np.empty(width, x.dtype)  # one batch row's ∂μ_m
     flat_x, flat_grad_x = x.reshape(batch, size), grad_x.reshape(batch, size)
-    flat_grad = grad_out.reshape(mixes, batch, size)
     grad_mix[:] = 0
     for b in range(batch):
         tokens = flat_x[b]
@@ -74,11 +76,12 @@ def token_shift_backward(x, last, mix, grad_out, grad_x, grad_last, grad_mix):
         own[:] = 0
         later[:] = 0
         for m in range(mixes):
-            gradient = flat_grad[m, b]
+            gradient = grads[m][b].reshape(size)
             _accumulate(own, gradient, keep[m], width)
             _accumulate(later, gradient, mix[m], width)
             row_mix[:] = 0
-            for base in range(0, size, width):
+            for t in range(length):
+                base = t * width
                 for c in range(width):
                     row_mix[c] += gradient[base + c] * change[base + c]
             for c in range(width):
@@ -92,24 +95,28 @@ def token_shift_backward(x, last, mix, grad_out, grad_x, grad_last, grad_mix):
 
 
 class NumbaTokenShift(torch.autograd.Function):
-    """Autograd function: (x (B, T, d), last (B, d), mix (M, d)) float32 → the M token-shift mixes (M, B, T, d)."""
+    """Autograd function: (x (B, T, d), last (B, d), mix (M, d)) float32 → the M token-shift mixes, M tensors (B, T, d).
+
+    Separate outputs, not one (M, B, T, d) tensor: unbinding that would stack the M gradients into one in the backward.
+    """
 
     @staticmethod
     @autocast_off
     def forward(ctx, x, last, mix):
         x, last, mix = (t.detach().contiguous() for t in (x, last, mix))
-        out = x.new_empty(mix.shape[0], *x.shape)
-        token_shift_forward(x.numpy(), last.numpy(), mix.numpy(), out.numpy())
+        outs = tuple(torch.empty_like(x) for _ in range(mix.shape[0]))
+        token_shift_forward(x.numpy(), last.numpy(), mix.numpy(), tuple(out.numpy() for out in outs))
         ctx.save_for_backward(x, last, mix)
-        return out
+        return outs
 
     @staticmethod
     @once_differentiable
     @autocast_off
-    def backward(ctx, grad_out):
+    def backward(ctx, *grads):
         x, last, mix = ctx.saved_tensors
         grad_x, grad_last = torch.empty_like(x), torch.empty_like(last)
         grad_mix = torch.empty(mix.shape, dtype=torch.float64)
-        token_shift_backward(x.numpy(), last.numpy(), mix.numpy(), grad_out.contiguous().numpy(), grad_x.numpy(),
-                             grad_last.numpy(), grad_mix.numpy())  # fmt: skip
+        grads = tuple(g.contiguous().numpy() for g in grads)
+        token_shift_backward(x.numpy(), last.numpy(), mix.numpy(), grads, grad_x.numpy(), grad_last.numpy(),
+                             grad_mix.numpy())  # fmt: skip
         return grad_x, grad_last, grad_mix.to(mix.dtype)
