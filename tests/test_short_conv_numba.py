@@ -90,3 +90,28 @@ def test_dispatch_takes_the_kernel_only_where_it_applies(monkeypatch):
 @pytest.mark.parametrize("architecture", ["mamba", "h3"])
 def test_a_model_trains_the_same_under_both_backends(monkeypatch, architecture):
     assert_model_agrees_under_both_backends(monkeypatch, architecture)
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 1000), length=st.integers(1, 12), kernel=st.integers(1, 4), split=st.integers(0, 12))
+def test_skip_folded_into_the_current_tap_equals_conv_plus_skip(seed, length, kernel, split):
+    """`CausalDepthwiseConv(x, skip=D)` ≡ conv(x) + D ⊙ x, values and gradients of x, the taps and D, over a whole
+    sequence without a cache and continued through a cached window (a prefix, then the rest)."""
+    from hf_icl.modeling.cache import MixerState
+
+    gen = torch.Generator().manual_seed(seed)
+    conv = short_conv.CausalDepthwiseConv(5, kernel, bias=False)
+    x = torch.randn(2, length, 5, generator=gen, requires_grad=True)
+    skip = torch.randn(5, generator=gen, requires_grad=True)
+    cotangent = torch.randn(2, length, 5, generator=gen)
+    split = min(split, length)
+
+    def run(fold):
+        state = MixerState() if split else None  # split = 0: the uncached path
+        parts = [x[:, :split], x[:, split:]] if split else [x]
+        outs = [conv(part, state, skip=skip) if fold else conv(part, state) + skip * part for part in parts]
+        out = torch.cat(outs, dim=1)
+        return (out, *torch.autograd.grad(out, (x, conv.conv.weight, skip), cotangent))
+
+    for folded, plain in zip(run(True), run(False)):
+        torch.testing.assert_close(folded, plain, atol=1e-5, rtol=1e-5)

@@ -100,7 +100,7 @@ class H3Mixer(nn.Module):
         q = self.q_proj(hidden_states).view(batch, length, heads, head_dim, 1)
         k = zero_padding(self.k_proj(hidden_states), mask)  # (B, T, d): padding never enters the windows
         v = zero_padding(self.v_proj(hidden_states), mask)
-        k = self.shift(k, state, name="shift_window") + self.shift_skip * k  # (B, T, d)
+        k = self.shift(k, state, name="shift_window", skip=self.shift_skip)  # (B, T, d): conv(k) + D ⊙ k
         direct = self.direct_form(length, state, direct_max_length, q, k, v)
         if direct is not None:
             q, k, v = (t.reshape(batch, length, heads, head_dim) for t in (q, k, v))  # (B, T, H, D)

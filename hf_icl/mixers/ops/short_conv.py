@@ -101,13 +101,16 @@ class CausalDepthwiseConv(nn.Module):
         """Bytes of the cached window per sequence."""
         return (self.kernel_size - 1) * self.conv.in_channels * torch.finfo(dtype).bits // 8
 
-    def forward(self, x: torch.Tensor, state=None, name: str = "conv_window") -> torch.Tensor:
-        """Convolve `x` (B, T, C) causally; with a `MixerState`, continue from and update its window `name`."""
+    def forward(self, x: torch.Tensor, state=None, name: str = "conv_window", skip=None) -> torch.Tensor:
+        """Convolve `x` (B, T, C) causally; with a `MixerState`, continue from and update its window `name`. With
+        `skip` (C,), add skip ⊙ x_t: folded into the current token's tap, w_{k−1} + skip, so no extra pass runs."""
         window = state.get(name) if state is not None else None  # (B, k−1, C)
+        weight = self.conv.weight[:, 0]  # (C, k)
+        if skip is not None:
+            weight = torch.cat([weight[:, :-1], (weight[:, -1] + skip)[:, None]], dim=1)
         use_kernel = causal_conv1d_fn is not None and x.is_cuda and window is None
         if use_kernel:  # pragma: no cover - CUDA only
-            out = causal_conv1d_fn(x.transpose(1, 2), self.conv.weight.squeeze(1), self.conv.bias).transpose(1, 2)
-        weight = self.conv.weight[:, 0]  # (C, k)
+            out = causal_conv1d_fn(x.transpose(1, 2), weight, self.conv.bias).transpose(1, 2)
         if window is None and state is None and not use_kernel:  # a sequence start: implicit zeros, no copy
             return depthwise_conv(x, weight, self.conv.bias, self.kernel_size - 1)  # (B, T, C)
         if window is None:
