@@ -58,3 +58,10 @@ def spy_on_kernel(monkeypatch, module, name: str) -> list:
 
     monkeypatch.setattr(module, name, Spy)
     return calls
+
+
+def values_and_grads(fn, inputs, cotangent):
+    """fn(*inputs) and the gradients of ⟨fn(*inputs), cotangent⟩ with respect to each input (fresh leaves)."""
+    leaves = [t.detach().clone().requires_grad_() for t in inputs]
+    out = fn(*leaves)
+    return (out.detach(), *torch.autograd.grad(out, leaves, cotangent))

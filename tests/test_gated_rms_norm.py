@@ -7,7 +7,7 @@ pytest.importorskip("numba")
 
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
-from backend_oracle import spy_on_kernel  # noqa: E402
+from backend_oracle import spy_on_kernel, values_and_grads  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -22,12 +22,6 @@ def aten(x, gate, weight, eps, gate_first):
     if gate_first:
         return F.rms_norm(x * F.silu(gate), width, weight, eps)
     return F.rms_norm(x, width, weight, eps) * F.silu(gate)
-
-
-def values_and_grads(fn, inputs, cotangent):
-    leaves = [t.detach().clone().requires_grad_() for t in inputs]
-    out = fn(*leaves)
-    return (out.detach(), *torch.autograd.grad(out, leaves, cotangent))
 
 
 @settings(max_examples=40, deadline=None)

@@ -6,7 +6,7 @@ import pytest
 pytest.importorskip("numba")
 
 import torch  # noqa: E402
-from backend_oracle import assert_model_agrees_under_both_backends, spy_on_kernel  # noqa: E402
+from backend_oracle import assert_model_agrees_under_both_backends, spy_on_kernel, values_and_grads  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
@@ -23,12 +23,6 @@ def aten(x, last, mix):
 
 def compiled(x, last, mix):
     return torch.stack(NumbaTokenShift.apply(x, last, mix))  # (M, B, T, d)
-
-
-def values_and_grads(fn, inputs, cotangent):
-    leaves = [t.detach().clone().requires_grad_() for t in inputs]
-    out = fn(*leaves)
-    return (out.detach(), *torch.autograd.grad(out, leaves, cotangent))
 
 
 @settings(max_examples=40, deadline=None)
