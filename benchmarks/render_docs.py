@@ -104,6 +104,12 @@ ABOUT = {
         "Chunked vs. naive-recurrent training forward + backward: Mamba-2, DeltaNet, Gated DeltaNet, RWKV-7, Based",
         "ratio = naive / chunked; target ≥ 3× at T = 2048.",
     ),
+    "zoo_output_ops": (
+        "The fused elementwise ops behind the zoo step cost: gated RMSNorm (Mamba-2, Gated DeltaNet), RWKV-7's "
+        "token-shift mixes and per-head output norm",
+        "each against the ATen form it replaced, alternating rounds; ratio = the median of the per-round ratios "
+        "(replaced ÷ shipped). No target of its own: it traces the gains behind `zoo_step_cost`.",
+    ),
     "cpu_kernels": (
         "CPU kernels behind the short-sequence speed: numba's 512-bit vectors, H3's blocked gated-Toeplitz mix "
         "and vectorised elementwise maths in the scan and WKV kernels",

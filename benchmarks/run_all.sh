@@ -27,6 +27,7 @@ declare -A ARGS=(
   [mamba_mixing_map]="--repeats 3 --rounds 2"
   [cpu_kernels]="--rounds 5 --repeats 5"
   [zoo_step_cost]="--rounds 15 --repeats 1"
+  [zoo_output_ops]="--rounds 7 --repeats 5"
   [compiled_recurrences]="--rounds 5 --repeats 3"
   [run_time_breakdown]="--steps 60"
 )

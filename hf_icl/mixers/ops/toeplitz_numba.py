@@ -16,7 +16,7 @@ previous kernel's forward + backward at H3's tiny shape, B = 32, H = 8, T = 384,
 two other jobs; unrolling the backward's key and value passes the same way measured no gain and is not done).
 
 Arithmetic is in the inputs' dtype with `contract` (and `reassoc` for the sums over j) fast-math; each kernel is
-single-threaded and releases the GIL, and the caller cuts the rows (batch × heads) into one slice per torch thread
+single-threaded and releases the GIL, and the caller cuts the batch rows into one slice per torch thread
 (`kernel_threads.run_sliced`): z, ∂q, ∂k and ∂v are the same bits as one call, ∂K is summed per slice in float64.
 """
 

@@ -10,9 +10,10 @@ and, with G the gradient of out,
     ∂μ_m = Σ_{b, t} G[m, t] ⊙ (x_{t−1} − x_t).
 
 ATen runs it as a concatenation (the shift), a subtraction and a broadcast `addcmul` over (M, B, T, d), whose backward
-is about eight kernels over (M, B, T, d) (at RWKV-7's tiny shape, B = 32, T = 384, d = 64, M = 6, a tenth of its
-training step); here each direction is one pass over the tokens. ∂μ is summed per batch row in float32 and across rows
-in float64; each sum of the backward is a loop of its own over a batch row's T·d values.
+is about eight kernels over (M, B, T, d); here each direction is one pass over the tokens (1.6x faster forward +
+backward at RWKV-7's tiny shape, B = 32, T = 384, d = 64, M = 6: `benchmarks/zoo_output_ops.py`). ∂μ is summed per
+batch row in float32 and across rows in float64; each sum of the backward is a loop of its own over a batch row's T·d
+values.
 
 Scope: float32 on the CPU, first derivatives; single-threaded, as the package's other numba kernels.
 """
