@@ -13,7 +13,10 @@ q_t · k_j. The gradient of K is summed by lag, so the caller gets ∂K (H, T) d
 map gradient. The score passes take four dimensions per sweep over the keys and the forward's value pass two value
 columns, so that the four rows' partial sums are loaded and stored a quarter (a half) as often (0.83-0.92 of the
 previous kernel's forward + backward at H3's tiny shape, B = 32, H = 8, T = 384, D = 8, AMD EPYC, one thread, beside
-two other jobs; unrolling the backward's key and value passes the same way measured no gain and is not done).
+two other jobs). The gate K[t − j] is fused into the last score pass's store, read from the reversed lags padded
+with zeros on both sides (so j > t reads 0 and no row needs a branch), the first pass writes instead of adding to
+zeros, and the backward's lag sum and both gates are one pass; the backward's value pass takes two columns per sweep
+(0.82 of the previous kernel's forward + backward at that shape, interleaved A/B as above).
 
 Arithmetic is in the inputs' dtype with `contract` (and `reassoc` for the sums over j) fast-math; each kernel is
 single-threaded and releases the GIL, and the caller cuts the batch rows into one slice per torch thread
@@ -34,6 +37,7 @@ OPTIONS = dict(cache=True, fastmath={"contract", "reassoc"}, error_model="numpy"
 
 
 ROWS = 4  # query rows per pass: each key and value column read from memory serves four outputs
+PAD = ROWS - 1  # zeros on each side of the reversed lags: a block's rows read K at lags −3..T + 2 without a branch
 
 
 @njit(**OPTIONS)
@@ -45,25 +49,62 @@ def _row_weights(queries, t0, rows, a):
 
 
 @njit(**OPTIONS)
-def _block_scores(queries, t0, rows, vectors_t, count, out):
-    """out[i, j] = queries[t0 + i] · vectors[j] for i < rows (the block's rows, the rest 0) and j < count;
-    vectors_t (D, T) is the vectors transposed. The dimensions go four at a time: each pass over j loads four vector
-    columns and updates the four rows once (a quarter of the loads and stores of the output rows)."""
-    out[:, :count] = 0
-    dim = vectors_t.shape[0]
-    for a in range(0, dim - 3, 4):
-        ca, cb, cc, cd = vectors_t[a], vectors_t[a + 1], vectors_t[a + 2], vectors_t[a + 3]
-        q0a, q1a, q2a, q3a = _row_weights(queries, t0, rows, a)
-        q0b, q1b, q2b, q3b = _row_weights(queries, t0, rows, a + 1)
-        q0c, q1c, q2c, q3c = _row_weights(queries, t0, rows, a + 2)
-        q0d, q1d, q2d, q3d = _row_weights(queries, t0, rows, a + 3)
+def _four_dims(queries, t0, rows, vectors_t, a, count, out, first, lags, offset):
+    """out[i, j] = (out[i, j] if not first else 0) + Σ_{a' = a..a+3} queries[t0 + i, a'] vectors_t[a', j] for the
+    block's rows i < 4 and keys j < count, then, where offset ≥ 0, times the gate lags[offset − i + j]. Each pass over
+    j loads four vector columns and stores each row once, the gate fused into that store (no zeroing or gating pass
+    over the rows)."""
+    ca, cb, cc, cd = vectors_t[a], vectors_t[a + 1], vectors_t[a + 2], vectors_t[a + 3]
+    q0a, q1a, q2a, q3a = _row_weights(queries, t0, rows, a)
+    q0b, q1b, q2b, q3b = _row_weights(queries, t0, rows, a + 1)
+    q0c, q1c, q2c, q3c = _row_weights(queries, t0, rows, a + 2)
+    q0d, q1d, q2d, q3d = _row_weights(queries, t0, rows, a + 3)
+    if first and offset < 0:
+        for j in range(count):
+            xa, xb, xc, xd = ca[j], cb[j], cc[j], cd[j]
+            out[0, j] = q0a * xa + q0b * xb + q0c * xc + q0d * xd
+            out[1, j] = q1a * xa + q1b * xb + q1c * xc + q1d * xd
+            out[2, j] = q2a * xa + q2b * xb + q2c * xc + q2d * xd
+            out[3, j] = q3a * xa + q3b * xb + q3c * xc + q3d * xd
+    elif offset < 0:
         for j in range(count):
             xa, xb, xc, xd = ca[j], cb[j], cc[j], cd[j]
             out[0, j] += q0a * xa + q0b * xb + q0c * xc + q0d * xd
             out[1, j] += q1a * xa + q1b * xb + q1c * xc + q1d * xd
             out[2, j] += q2a * xa + q2b * xb + q2c * xc + q2d * xd
             out[3, j] += q3a * xa + q3b * xb + q3c * xc + q3d * xd
-    for a in range(dim - dim % 4, dim):
+    elif first:
+        for j in range(count):
+            xa, xb, xc, xd = ca[j], cb[j], cc[j], cd[j]
+            out[0, j] = (q0a * xa + q0b * xb + q0c * xc + q0d * xd) * lags[offset + j]
+            out[1, j] = (q1a * xa + q1b * xb + q1c * xc + q1d * xd) * lags[offset - 1 + j]
+            out[2, j] = (q2a * xa + q2b * xb + q2c * xc + q2d * xd) * lags[offset - 2 + j]
+            out[3, j] = (q3a * xa + q3b * xb + q3c * xc + q3d * xd) * lags[offset - 3 + j]
+    else:
+        for j in range(count):
+            xa, xb, xc, xd = ca[j], cb[j], cc[j], cd[j]
+            out[0, j] = (out[0, j] + q0a * xa + q0b * xb + q0c * xc + q0d * xd) * lags[offset + j]
+            out[1, j] = (out[1, j] + q1a * xa + q1b * xb + q1c * xc + q1d * xd) * lags[offset - 1 + j]
+            out[2, j] = (out[2, j] + q2a * xa + q2b * xb + q2c * xc + q2d * xd) * lags[offset - 2 + j]
+            out[3, j] = (out[3, j] + q3a * xa + q3b * xb + q3c * xc + q3d * xd) * lags[offset - 3 + j]
+
+
+@njit(**OPTIONS)
+def _block_scores(queries, t0, rows, vectors_t, count, out, lags, offset):
+    """out[i, j] = queries[t0 + i] · vectors[j] for the block's rows i < 4 (0 past `rows`) and keys j < count, times
+    lags[offset − i + j] where offset ≥ 0 (the padded reversed lags: K[t0 + i − j], 0 for j > t0 + i). vectors_t
+    (D, T) is the vectors transposed. The dimensions go four at a time (`_four_dims`); a remainder of D mod 4 goes
+    one at a time and is gated in a pass of its own."""
+    dim = vectors_t.shape[0]
+    full = dim - dim % 4
+    gate_in_groups = offset >= 0 and full == dim
+    if full < dim or full == 0:
+        out[:, :count] = 0
+    for a in range(0, full, 4):
+        first = a == 0 and full == dim  # no remainder zeroed the rows first
+        gate_offset = offset if gate_in_groups and a + 4 == full else -1
+        _four_dims(queries, t0, rows, vectors_t, a, count, out, first, lags, gate_offset)
+    for a in range(full, dim):
         column = vectors_t[a]
         q0, q1, q2, q3 = _row_weights(queries, t0, rows, a)
         for j in range(count):
@@ -72,18 +113,10 @@ def _block_scores(queries, t0, rows, vectors_t, count, out):
             out[1, j] += q1 * x
             out[2, j] += q2 * x
             out[3, j] += q3 * x
-
-
-@njit(**OPTIONS)
-def _gate(block, t0, rows, count, lags, length):
-    """block[i, j] *= K[t0 + i − j] for keys j ≤ t0 + i, and 0 for the later keys of the block (j < count)."""
-    for i in range(rows):
-        t = t0 + i
-        offset = length - 1 - t  # K[t − j] = lags[offset + j]
-        for j in range(t + 1):
-            block[i, j] *= lags[offset + j]
-        for j in range(t + 1, count):
-            block[i, j] = 0
+    if offset >= 0 and not gate_in_groups:
+        for i in range(ROWS):
+            for j in range(count):
+                out[i, j] *= lags[offset - i + j]
 
 
 @njit(**OPTIONS)
@@ -99,21 +132,33 @@ def _store_column(out, t0, rows, column, v0, v1, v2, v3):
 
 
 @njit(**OPTIONS)
-def toeplitz_forward(q, keys_t, values_t, reversed_lags, z):
-    """z (B, T, H, D) from q (B, T, H, D) (tokens first, as the projections write them), keys_t, values_t (B, H, D, T)
-    (k, v transposed) and reversed_lags (H, T) with reversed_lags[h, T − 1 − l] = K_h[l]. Queries go `ROWS` at a
-    time."""
+def _transpose_into(rows, out):
+    """out = rows transposed, e.g. one batch row and head of k (T, D) into (D, T) scratch, so that the inner loops
+    run along j, and a gradient back."""
+    for t in range(rows.shape[0]):
+        for a in range(rows.shape[1]):
+            out[a, t] = rows[t, a]
+
+
+@njit(**OPTIONS)
+def toeplitz_forward(q, k, v, padded_lags, z):
+    """z (B, T, H, D) from q, k, v (B, T, H, D) (tokens first, as the projections write them; k and v are
+    transposed per batch row and head into (D, T) scratch, in cache) and padded_lags (H, T + 2 PAD), the lags
+    reversed between PAD zeros on each side: padded_lags[h, PAD + T − 1 − l] = K_h[l]. Queries go `ROWS` at a time;
+    each block's gated scores are formed once and serve two value columns per pass."""
     batch, length, heads, dim = q.shape
     scores = np.empty((ROWS, length), q.dtype)
+    keys, values = np.empty((dim, length), q.dtype), np.empty((dim, length), q.dtype)
     for r in range(batch * heads):
         b, h = r // heads, r % heads
-        queries, keys, values, out, lags = q[b, :, h], keys_t[b, h], values_t[b, h], z[b, :, h], reversed_lags[h]
+        queries, out, lags = q[b, :, h], z[b, :, h], padded_lags[h]
+        _transpose_into(k[b, :, h], keys)
+        _transpose_into(v[b, :, h], values)
         for t0 in range(0, length, ROWS):
             block = min(ROWS, length - t0)
             count = t0 + block  # keys j < count reach some row of the block
-            _block_scores(queries, t0, block, keys, count, scores)
-            _gate(scores, t0, block, count, lags, length)
-            for c in range(0, dim, 2):  # two value columns per pass over the scores (the last alone if D is odd)
+            _block_scores(queries, t0, block, keys, count, scores, lags, PAD + length - 1 - t0)
+            for c in range(0, dim, 2):
                 pair = c + 1 < dim
                 value, other = values[c], values[c + 1 if pair else c]
                 z0 = z1 = z2 = z3 = y0 = y1 = y2 = y3 = q.dtype.type(0)
@@ -134,34 +179,39 @@ def toeplitz_forward(q, keys_t, values_t, reversed_lags, z):
 
 
 @njit(**OPTIONS)
-def toeplitz_backward(q, keys_t, values_t, reversed_lags, grad_z, grad_q, grad_keys_t, grad_values_t, grad_lags):
-    """Gradients of `toeplitz_forward` given ∂z (B, T, H, D): writes grad_q (B, T, H, D), grad_keys_t, grad_values_t
-    (B, H, D, T) and adds ∂(reversed_lags) into grad_lags (H, T) (float64). Queries go `ROWS` at a time."""
+def toeplitz_backward(q, k, v, padded_lags, grad_z, grad_q, grad_k, grad_v, grad_lags):
+    """Gradients of `toeplitz_forward` given ∂z (B, T, H, D): writes grad_q, grad_k, grad_v (B, T, H, D) and adds
+    ∂(padded_lags) into grad_lags (H, T + 2 PAD) (float64; the padding's entries are meaningless). Queries go `ROWS`
+    at a time; the value pass takes two columns per sweep over the gated scores (unrolling the key pass the same way
+    measured slower: its eight reductions and two streams spill)."""
     batch, length, heads, dim = q.shape
     zero = q.dtype.type(0)
     scores = np.empty((ROWS, length), q.dtype)  # q_t · k_j, then the gated weight of v_j in z_t
     pulls = np.empty((ROWS, length), q.dtype)  # ∂z_t · v_j, then ∂loss/∂(q_t · k_j)
-    lag_row = np.empty(length, q.dtype)  # this row's ∂(reversed lags)
+    lag_row = np.empty(length + 2 * PAD, q.dtype)  # this row's ∂(padded lags)
+    scratch = np.empty((4, dim, length), q.dtype)
+    keys, values, grad_keys, grad_values = scratch[0], scratch[1], scratch[2], scratch[3]  # (D, T) each
     for r in range(batch * heads):
         b, h = r // heads, r % heads
-        queries, keys, values, lags = q[b, :, h], keys_t[b, h], values_t[b, h], reversed_lags[h]
+        queries, lags = q[b, :, h], padded_lags[h]
         pulled, grad_queries = grad_z[b, :, h], grad_q[b, :, h]  # (T, D)
-        grad_keys, grad_values = grad_keys_t[b, h], grad_values_t[b, h]  # (D, T)
+        _transpose_into(k[b, :, h], keys)
+        _transpose_into(v[b, :, h], values)
         grad_keys[:] = 0
         grad_values[:] = 0
         lag_row[:] = 0
         for t0 in range(0, length, ROWS):
             block = min(ROWS, length - t0)
             count = t0 + block
-            _block_scores(queries, t0, block, keys, count, scores)
-            _block_scores(pulled, t0, block, values, count, pulls)
-            for i in range(block):
-                t = t0 + i
-                offset = length - 1 - t
-                for j in range(t + 1):
-                    lag_row[offset + j] += scores[i, j] * pulls[i, j]  # ∂K[t − j] += (q_t · k_j)(∂z_t · v_j)
-            _gate(scores, t0, block, count, lags, length)
-            _gate(pulls, t0, block, count, lags, length)  # ∂(q_t · k_j) = K[t − j] (∂z_t · v_j)
+            _block_scores(queries, t0, block, keys, count, scores, lags, -1)
+            _block_scores(pulled, t0, block, values, count, pulls, lags, -1)
+            for i in range(block):  # ∂K[t − j] += (q_t · k_j)(∂z_t · v_j); both gated by K[t − j] (0 for j > t)
+                offset = PAD + length - 1 - t0 - i
+                for j in range(count):
+                    s, p, g = scores[i, j], pulls[i, j], lags[offset + j]
+                    lag_row[offset + j] += s * p
+                    scores[i, j] = s * g
+                    pulls[i, j] = p * g
             for a in range(dim):
                 key, grad_key = keys[a], grad_keys[a]
                 q0, q1, q2, q3 = _row_weights(queries, t0, block, a)
@@ -174,58 +224,69 @@ def toeplitz_backward(q, keys_t, values_t, reversed_lags, grad_z, grad_q, grad_k
                     g3 += pulls[3, j] * x
                     grad_key[j] += pulls[0, j] * q0 + pulls[1, j] * q1 + pulls[2, j] * q2 + pulls[3, j] * q3
                 _store_column(grad_queries, t0, block, a, g0, g1, g2, g3)
-            for c in range(dim):
+            for c in range(0, dim - 1, 2):
+                grad_value, grad_other = grad_values[c], grad_values[c + 1]
+                d0, d1, d2, d3 = _row_weights(pulled, t0, block, c)
+                e0, e1, e2, e3 = _row_weights(pulled, t0, block, c + 1)
+                for j in range(count):
+                    s0, s1, s2, s3 = scores[0, j], scores[1, j], scores[2, j], scores[3, j]
+                    grad_value[j] += s0 * d0 + s1 * d1 + s2 * d2 + s3 * d3
+                    grad_other[j] += s0 * e0 + s1 * e1 + s2 * e2 + s3 * e3
+            if dim % 2:
+                c = dim - 1
                 grad_value = grad_values[c]
                 d0, d1, d2, d3 = _row_weights(pulled, t0, block, c)
                 for j in range(count):
                     grad_value[j] += scores[0, j] * d0 + scores[1, j] * d1 + scores[2, j] * d2 + scores[3, j] * d3
-        grad_lags[h] += lag_row
+        for x in range(length + 2 * PAD):
+            grad_lags[h, x] += lag_row[x]
+        _transpose_into(grad_keys, grad_k[b, :, h])  # (D, T) scratch → (T, D)
+        _transpose_into(grad_values, grad_v[b, :, h])
 
 
 class NumbaToeplitzMix(torch.autograd.Function):
     """Autograd function: (q, k, v (B, T, H, D), lags K (H, T)) → z (B, T, H, D), z_t = Σ_{j≤t} (q_t·k_j) K[t−j] v_j.
 
-    Float inputs of one dtype on the CPU, tokens first (the projections' layout: q and z need no copy, k and v one
-    transpose each); first derivatives only.
+    Float inputs of one dtype on the CPU, tokens first (the projections' layout: no copies; the kernels transpose k, v
+    and their gradients per batch row and head, in cache, which costs a fraction of ATen's strided copies of the whole
+    tensors); first derivatives only.
     """
 
     @staticmethod
     @autocast_off
     def forward(ctx, q, k, v, lags):
-        q = q.detach().contiguous()  # (B, T, H, D)
-        keys_t, values_t = (x.detach().permute(0, 2, 3, 1).contiguous() for x in (k, v))  # (B, H, D, T)
-        reversed_lags = lags.detach().flip(-1).contiguous()  # (H, T)
+        q, k, v = (x.detach().contiguous() for x in (q, k, v))  # (B, T, H, D)
+        padded_lags = torch.nn.functional.pad(lags.detach().flip(-1), (PAD, PAD)).contiguous()  # (H, T + 2 PAD)
         z = torch.empty_like(q)
-        arrays = [x.numpy() for x in (q, keys_t, values_t, z)]
+        arrays = [x.numpy() for x in (q, k, v, z)]
         batch, length, heads, dim = q.shape
 
         def run_rows(part, lo, hi):  # batch rows lo..hi
             q_, k_, v_, z_ = (x[lo:hi] for x in arrays)
-            toeplitz_forward(q_, k_, v_, reversed_lags.numpy(), z_)
+            toeplitz_forward(q_, k_, v_, padded_lags.numpy(), z_)
 
         run_sliced(run_rows, batch, thread_count(batch * heads * length * length * dim // 2))
-        ctx.save_for_backward(q, keys_t, values_t, reversed_lags)
+        ctx.save_for_backward(q, k, v, padded_lags)
         return z
 
     @staticmethod
     @once_differentiable
     @autocast_off
     def backward(ctx, grad_z):
-        q, keys_t, values_t, reversed_lags = ctx.saved_tensors
+        q, k, v, padded_lags = ctx.saved_tensors
         batch, length, heads, dim = q.shape
         grad_z = grad_z.contiguous()  # (B, T, H, D)
-        grad_q, grad_keys_t, grad_values_t = (torch.empty_like(x) for x in (q, keys_t, values_t))
+        grad_q, grad_k, grad_v = (torch.empty_like(x) for x in (q, k, v))
         parts = min(batch, thread_count(batch * heads * length * length * dim // 2))
-        grad_lags = torch.zeros(parts, heads, length, dtype=torch.float64)
-        inputs = [x.numpy() for x in (q, keys_t, values_t, grad_z, grad_q, grad_keys_t, grad_values_t)]
+        grad_lags = torch.zeros(parts, heads, length + 2 * PAD, dtype=torch.float64)
+        inputs = [x.numpy() for x in (q, k, v, grad_z, grad_q, grad_k, grad_v)]
 
         def run_rows(part, lo, hi):  # batch rows lo..hi
             q_, k_, v_, grad_z_, *grads = (x[lo:hi] for x in inputs)
-            toeplitz_backward(q_, k_, v_, reversed_lags.numpy(), grad_z_, *grads, grad_lags[part].numpy())
+            toeplitz_backward(q_, k_, v_, padded_lags.numpy(), grad_z_, *grads, grad_lags[part].numpy())
 
         run_sliced(run_rows, batch, parts)
-        grad_k, grad_v = (g.permute(0, 3, 1, 2) for g in (grad_keys_t, grad_values_t))  # (B, T, H, D)
-        grad_lags = grad_lags.sum(0).flip(-1).to(reversed_lags.dtype)  # (H, T) in lag order
+        grad_lags = grad_lags.sum(0)[:, PAD : PAD + length].flip(-1).to(padded_lags.dtype)  # (H, T) in lag order
         return grad_q, grad_k, grad_v, grad_lags
 
 
