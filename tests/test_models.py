@@ -142,40 +142,67 @@ REMOTE_LOAD = textwrap.dedent(
     sys.modules["hf_icl"] = None  # hf_icl must not be importable here
     import torch
     from transformers import AutoModelForCausalLM
-    model = AutoModelForCausalLM.from_pretrained(sys.argv[1], trust_remote_code=True).eval()
-    assert "hf_icl" not in type(model).__module__, type(model).__module__
-    input_ids = torch.tensor(json.loads(sys.argv[2]))
-    mask = torch.tensor(json.loads(sys.argv[3]))
-    with torch.no_grad():
-        logits = model(input_ids, attention_mask=mask).logits
-        generated = model.generate(input_ids, attention_mask=mask, max_new_tokens=4, do_sample=False,
-                                   pad_token_id=0, eos_token_id=None)
-    print(json.dumps({"logits": logits.tolist(), "generated": generated.tolist()}))
+    job = json.load(open(sys.argv[1]))
+    input_ids, mask = torch.tensor(job["input_ids"]), torch.tensor(job["attention_mask"])
+    results = {}
+    for folder in job["folders"]:
+        try:
+            model = AutoModelForCausalLM.from_pretrained(folder, trust_remote_code=True).eval()
+            assert "hf_icl" not in type(model).__module__, type(model).__module__
+            with torch.no_grad():
+                logits = model(input_ids, attention_mask=mask).logits
+                generated = model.generate(input_ids, attention_mask=mask, max_new_tokens=4, do_sample=False,
+                                           pad_token_id=0, eos_token_id=None)
+            results[folder] = {"logits": logits.tolist(), "generated": generated.tolist()}
+        except Exception as error:  # reported per folder: the test of that checkpoint fails with it
+            results[folder] = {"error": f"{type(error).__name__}: {error}"}
+    print(json.dumps(results))
     """
 )
 
 
-@pytest.mark.parametrize("arch", sorted(VARIANTS))
-def test_remote_code_load_in_fresh_process(arch, tmp_path):
-    model = variant_model(arch)
-    model.save_pretrained(tmp_path / "ckpt")
-    config = json.loads((tmp_path / "ckpt" / "config.json").read_text())
-    assert set(config["auto_map"]) >= {"AutoConfig", "AutoModel", "AutoModelForCausalLM"}
-    for path in (tmp_path / "ckpt").glob("*.py"):
-        assert not re.search(r"^\s*(from|import)\s+(hf_icl|\.\.)", path.read_text(), re.M), path.name
-    assert_remote_code_matches(model, tmp_path / "ckpt", *left_padded_batch())
-
-
-def assert_remote_code_matches(model, checkpoint, input_ids, attention_mask) -> None:
-    """The saved `checkpoint` loaded in a fresh process without hf_icl (`REMOTE_LOAD`) gives `model`'s logits and
-    its cached greedy generation."""
-    env = {"HF_MODULES_CACHE": str(checkpoint.parent / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+def load_remotely(checkpoints, input_ids, attention_mask) -> dict[str, dict]:
+    """Every checkpoint folder loaded in one fresh process without hf_icl (`REMOTE_LOAD`; the folders' names must
+    differ, as they name the remote code's modules): `{folder: {"logits", "generated"} or {"error"}}`."""
+    root = checkpoints[0].parent
+    job = {"folders": [str(c) for c in checkpoints], "input_ids": input_ids.tolist(),
+           "attention_mask": attention_mask.tolist()}  # fmt: skip
+    (root / "remote_jobs.json").write_text(json.dumps(job))
+    env = {"HF_MODULES_CACHE": str(root / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
            "PATH": "/usr/bin:/bin"}  # fmt: skip
-    args = [str(checkpoint), json.dumps(input_ids.tolist()), json.dumps(attention_mask.tolist())]
-    result = subprocess.run([sys.executable, "-c", REMOTE_LOAD, *args], capture_output=True, text=True, env=env,
-                            cwd=checkpoint.parent, timeout=300)  # fmt: skip
+    result = subprocess.run([sys.executable, "-c", REMOTE_LOAD, str(root / "remote_jobs.json")], capture_output=True,
+                            text=True, env=env, cwd=root, timeout=600)  # fmt: skip
     assert result.returncode == 0, result.stderr[-3000:]
-    remote = json.loads(result.stdout.strip().splitlines()[-1])
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def remote_loads(tmp_path_factory):
+    """Every variant saved, then all loaded as remote code in one fresh process (one interpreter start, not one per
+    variant): the checkpoints' folder and `load_remotely`'s results."""
+    root = tmp_path_factory.mktemp("remote")
+    for name in VARIANTS:
+        variant_model(name).save_pretrained(root / name)
+    return root, load_remotely([root / name for name in VARIANTS], *left_padded_batch())
+
+
+@pytest.mark.parametrize("arch", sorted(VARIANTS))
+def test_remote_code_load_in_fresh_process(arch, remote_loads):
+    root, remote = remote_loads
+    checkpoint = root / arch
+    config = json.loads((checkpoint / "config.json").read_text())
+    assert set(config["auto_map"]) >= {"AutoConfig", "AutoModel", "AutoModelForCausalLM"}
+    for path in checkpoint.glob("*.py"):
+        assert not re.search(r"^\s*(from|import)\s+(hf_icl|\.\.)", path.read_text(), re.M), path.name
+    assert_remote_code_matches(variant_model(arch), checkpoint, *left_padded_batch(), remote=remote[str(checkpoint)])
+
+
+def assert_remote_code_matches(model, checkpoint, input_ids, attention_mask, remote=None) -> None:
+    """The saved `checkpoint` loaded in a fresh process without hf_icl (`load_remotely`, or its result `remote` for
+    this checkpoint) gives `model`'s logits and its cached greedy generation."""
+    if remote is None:
+        remote = load_remotely([checkpoint], input_ids, attention_mask)[str(checkpoint)]
+    assert "error" not in remote, remote.get("error")
     with torch.no_grad():
         local = model(input_ids, attention_mask=attention_mask).logits
         kwargs = dict(max_new_tokens=4, do_sample=False, pad_token_id=0, eos_token_id=None)

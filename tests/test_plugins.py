@@ -144,15 +144,35 @@ def test_every_command_accepts_import_and_names_a_broken_plugin(plugin, tmp_path
     assert export.returncode == 0, export.stderr[-2000:]
     analysis = run([sys.executable, "-m", "hf_icl.analysis", "--import", str(folder), "--help"], tmp_path)
     assert analysis.returncode == 0, analysis.stderr[-2000:]
+
+
+def test_every_command_names_a_broken_plugin_given_as_a_path(tmp_path, monkeypatch):
+    """A module of the current folder is imported when named as a path (issue 53); when it raises, every command exits
+    2 with one line naming `--import`, the module and its error. The commands' entry functions run in-process (a
+    broken plug-in registers nothing); the scripts' own `--import` in fresh interpreters is the test above."""
+    from cli_entry_points import call
+
+    import hf_icl.analysis.__main__ as analysis
+    import hf_icl.evaluate
+    import hf_icl.export
+    import hf_icl.sweep
+    import hf_icl.training
+
     (tmp_path / "broken_plugin.py").write_text("raise RuntimeError('this plug-in is broken')\n")
-    commands = ([str(ROOT / "train.py")], ["-m", "hf_icl.sweep", str(spec)], ["-m", "hf_icl.analysis", "lnw"],
-                ["-m", "hf_icl.evaluate"], ["-m", "hf_icl.export", "regbench"])  # fmt: skip
-    for command in commands:  # a module of the current folder is imported when named as a path (issue 53)
-        broken = run([sys.executable, *command, "--import", "./broken_plugin.py"], tmp_path)
-        assert broken.returncode == 2, (command, broken.stderr[-2000:])
-        last = broken.stderr.strip().splitlines()[-1]
-        assert "--import" in last and "broken_plugin" in last and "this plug-in is broken" in last, last
-        assert "Traceback" not in broken.stderr
+    (tmp_path / "spec.yaml").write_text("output_root: sweep\nbase: {max_steps: 2}\ngrid: {seed: [0]}\n")
+    monkeypatch.chdir(tmp_path)
+    commands = {"train.py": (hf_icl.training.main, []), "sweep": (hf_icl.sweep.main, ["spec.yaml"]),
+                "analysis": (analysis.main, ["lnw"]), "evaluate": (hf_icl.evaluate.main, []),
+                "export": (hf_icl.export.main, ["regbench"])}  # fmt: skip
+    for command, (entry, argv) in commands.items():
+        broken = call(entry, [*argv, "--import", "./broken_plugin.py"])
+        assert broken.escaped is None and broken.status == 2, (command, broken.escaped, broken.err[-2000:])
+        last = broken.err.strip().splitlines()[-1]
+        assert "--import" in last and "broken_plugin" in last and "this plug-in is broken" in last, (command, last)
+        assert "Traceback" not in broken.err
+    assert not (tmp_path / "sweep").exists()  # refused before any work
+    # A bare name is a module on the import path, and the script's folder is not the current one: train.py in a fresh
+    # interpreter does not find ./broken_plugin.py and says how to name it
     bare = run([sys.executable, str(ROOT / "train.py"), "--import", "broken_plugin"], tmp_path)
     last = bare.stderr.strip().splitlines()[-1]
     assert bare.returncode == 2 and "no module 'broken_plugin' on the import path" in last, bare.stderr[-2000:]

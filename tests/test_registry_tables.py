@@ -1,9 +1,12 @@
 """The registry tables of `docs/architecture.md` and `docs/interpretability.md` are what the registries hold (nobody
 keeps a copy by hand)."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 import hf_icl
 from hf_icl.pages.registry_tables import TABLES, main
@@ -22,19 +25,31 @@ def _in_a_fresh_process(code):
     return result.stdout
 
 
-def test_the_committed_pages_equal_their_regeneration():
+PAGE_FILES = sorted(str(page) for page in {PAGE, *PAGES.values()})
+
+
+@pytest.fixture(scope="module")
+def shipped():
+    """What one fresh process (`_in_a_fresh_process`) renders of every page and names of the shipped registries:
+    `{"pages": {page: text}, "names": [architectures, mixers, task families]}`."""
+    code = ("import json, sys, hf_icl; from hf_icl.pages.registry_tables import render; "
+            f"pages = {{p: render(open(p, encoding='utf-8').read()) for p in {PAGE_FILES!r}}}; "
+            "names = [*hf_icl.list_architectures(), *hf_icl.mixers.list_mixers(), *hf_icl.tasks.FAMILIES]; "
+            "json.dump({'pages': pages, 'names': names}, sys.stdout)")  # fmt: skip
+    return json.loads(_in_a_fresh_process(code))
+
+
+def test_the_committed_pages_equal_their_regeneration(shipped):
     for name in TABLES:
         assert f"<!-- registry: {name} start -->" in PAGES.get(name, PAGE).read_text(encoding="utf-8"), name
-    for page in {PAGE, *PAGES.values()}:
-        code = "import sys; from hf_icl.pages.registry_tables import render; "
-        fresh = _in_a_fresh_process(code + f"sys.stdout.write(render(open({str(page)!r}, encoding='utf-8').read()))")
-        assert fresh == page.read_text(encoding="utf-8"), f"run: python -m hf_icl.pages.registry_tables --write {page}"
+    for page in PAGE_FILES:
+        stale = f"run: python -m hf_icl.pages.registry_tables --write {page}"
+        assert shipped["pages"][page] == Path(page).read_text(encoding="utf-8"), stale
 
 
-def test_every_registered_unit_is_in_the_tables():
+def test_every_registered_unit_is_in_the_tables(shipped):
     text = PAGE.read_text(encoding="utf-8")
-    names = _in_a_fresh_process("import hf_icl; print('\\n'.join([*hf_icl.list_architectures(), "
-                                "*hf_icl.mixers.list_mixers(), *hf_icl.tasks.FAMILIES]))").split()  # fmt: skip
+    names = shipped["names"]
     assert len(names) > 20
     for name in names:
         assert f"| `{name}` |" in text, name
@@ -71,6 +86,9 @@ def test_a_stale_block_is_rewritten_and_check_fails_on_it(tmp_path):
 
 
 def test_bad_page_is_one_line(tmp_path):
-    argv = [sys.executable, "-m", "hf_icl.pages.registry_tables", "--check", str(tmp_path / "missing.md")]
-    result = subprocess.run(argv, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2 and "--check" in result.stderr.strip().splitlines()[-1]
+    from cli_entry_points import call
+
+    outcome = call(main, ["--check", str(tmp_path / "missing.md")])
+    assert outcome.escaped is None and outcome.status == 2, (outcome.escaped, outcome.err)
+    last = outcome.err.strip().splitlines()[-1]  # argparse's usage lines, then the error
+    assert "--check" in last and "missing.md" in last and "Traceback" not in outcome.err, outcome.err
