@@ -177,13 +177,15 @@ def load_remotely(checkpoints, input_ids, attention_mask) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def remote_loads(tmp_path_factory):
-    """Every variant saved, then all loaded as remote code in one fresh process (one interpreter start, not one per
-    variant): the checkpoints' folder and `load_remotely`'s results."""
+def remote_loads(request, tmp_path_factory):
+    """The variants this session selected (`-k` may pick a few) saved, then all loaded as remote code in one fresh
+    process (one interpreter start, not one per variant): the checkpoints' folder and `load_remotely`'s results."""
+    names = sorted({item.callspec.params["arch"] for item in request.session.items
+                    if getattr(item, "originalname", None) == "test_remote_code_load_in_fresh_process"})  # fmt: skip
     root = tmp_path_factory.mktemp("remote")
-    for name in VARIANTS:
+    for name in names:
         variant_model(name).save_pretrained(root / name)
-    return root, load_remotely([root / name for name in VARIANTS], *left_padded_batch())
+    return root, load_remotely([root / name for name in names], *left_padded_batch())
 
 
 @pytest.mark.parametrize("arch", sorted(VARIANTS))
