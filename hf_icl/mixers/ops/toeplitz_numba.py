@@ -15,8 +15,9 @@ columns, so that the four rows' partial sums are loaded and stored a quarter (a 
 previous kernel's forward + backward at H3's tiny shape, B = 32, H = 8, T = 384, D = 8, AMD EPYC, one thread, beside
 two other jobs). The gate K[t − j] is fused into the last score pass's store, read from the reversed lags padded
 with zeros on both sides (so j > t reads 0 and no row needs a branch), the first pass writes instead of adding to
-zeros, and the backward's lag sum and both gates are one pass; the backward's value pass takes two columns per sweep
-(0.82 of the previous kernel's forward + backward at that shape, interleaved A/B as above).
+zeros, and the backward's lag sum and both gates are one pass; the backward's value pass takes two columns per sweep;
+k, v and their gradients are transposed per batch row and head in cache (with these, H3's step went from 1.315 to
+1.145 times the Transformer's in `benchmarks/zoo_step_cost.py`, idle AMD EPYC, 2026-11-30).
 
 Arithmetic is in the inputs' dtype with `contract` (and `reassoc` for the sums over j) fast-math; each kernel is
 single-threaded and releases the GIL, and the caller cuts the batch rows into one slice per torch thread
@@ -98,7 +99,7 @@ def _block_scores(queries, t0, rows, vectors_t, count, out, lags, offset):
     dim = vectors_t.shape[0]
     full = dim - dim % 4
     gate_in_groups = offset >= 0 and full == dim
-    if full < dim or full == 0:
+    if full < dim:  # a remainder pass adds to the rows: start them at 0
         out[:, :count] = 0
     for a in range(0, full, 4):
         first = a == 0 and full == dim  # no remainder zeroed the rows first
