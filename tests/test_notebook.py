@@ -1,11 +1,11 @@
-"""docs/notebooks/quickstart.ipynb runs top to bottom in a fresh kernel (nbclient) in under 3 minutes: it trains,
-prints the table against the baselines, draws the attention map and generates through `pipeline`."""
+"""docs/notebooks/quickstart.ipynb runs top to bottom in a fresh kernel (nbclient): it trains, prints the table
+against the baselines, draws the attention map and generates through `pipeline`. No timed assertion: the per-cell
+timeout only stops a hung kernel."""
 
 from __future__ import annotations
 
 import os
 import re
-import time
 from pathlib import Path
 
 import nbformat  # in the dev extra, with nbclient and ipykernel: a missing package fails here, it does not skip
@@ -13,7 +13,7 @@ from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "docs" / "notebooks" / "quickstart.ipynb"
-BUDGET_S = 180
+CELL_TIMEOUT_S = 900  # a hung kernel fails here, not the CI's limit
 
 
 def outputs(cell) -> str:
@@ -22,17 +22,15 @@ def outputs(cell) -> str:
     )
 
 
-def test_the_quickstart_notebook_runs_in_under_three_minutes(tmp_path, monkeypatch):
+def test_the_quickstart_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), "commit it unexecuted"
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     client = NotebookClient(
-        notebook, timeout=BUDGET_S, kernel_name="python3", resources={"metadata": {"path": tmp_path}}
+        notebook, timeout=CELL_TIMEOUT_S, kernel_name="python3", resources={"metadata": {"path": tmp_path}}
     )
-    start = time.perf_counter()
     client.execute()
-    assert time.perf_counter() - start < BUDGET_S
     text = "\n".join(outputs(cell) for cell in notebook.cells if cell.cell_type == "code")
     assert "| tiny transformer |" in text and "| 3-gram (paper) |" in text
     assert "best baseline" in text
