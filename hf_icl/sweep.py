@@ -338,8 +338,9 @@ def changed_points_message(points: list[Point]) -> str:
     listed = [
         f"{p.name} ({describe_changes(saved_changes(Path(p.arguments['output_dir']), p.settings))})" for p in points
     ]
+    counted = "1 point was" if len(points) == 1 else f"{len(points)} points were"
     return (
-        f"argument spec: {len(points)} points were run with other settings than the spec gives them now: "
+        f"argument spec: {counted} run with other settings than the spec gives them now: "
         f"{', '.join(listed)}; pass --rerun-changed to train them again from scratch (their results are replaced), "
         "or restore the spec"
     )

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from hf_icl.report import main as report_main
-from hf_icl.sweep import check_points, expand, load_spec, main, point_command, point_state
+from hf_icl.sweep import changed_points_message, check_points, expand, load_spec, main, point_command, point_state
 
 TINY = {"task": "regbench", "preset": "tiny", "n_train": 100, "task_option.n_test": 8, "task_option.n_validation": 8,
         "max_steps": 2, "batch_size": 16, "threads": 1, "report_to": "none", "log_every": 1}  # fmt: skip
@@ -169,27 +169,40 @@ def test_cluster_launchers_run_the_points(tmp_path, launcher, options):
 
 def test_points_whose_saved_settings_differ_from_the_spec_are_refused_or_rerun(tmp_path, capsys):
     """After the base changed, every point was "finished before" and its stale results were kept."""
-    spec = write_spec(tmp_path, {"seed": [0, 1]})
+    spec = write_spec(tmp_path, {"seed": [0]})
     assert main([str(spec)]) == 0
     stale = {p: p.read_bytes() for p in sorted((tmp_path / "sweep").glob("*/metrics.json"))}
-    spec = write_spec(tmp_path, {"seed": [0, 1]}, base={**TINY, "lr": 0.01})
+    spec = write_spec(tmp_path, {"seed": [0]}, base={**TINY, "lr": 0.01})
     capsys.readouterr()
     with pytest.raises(SystemExit) as exit_info:
         main([str(spec)])
     err = capsys.readouterr().err.strip().split("\n")
     assert exit_info.value.code == 2 and len(err) == 1, err
-    assert "2 points were run with other settings" in err[0]
+    assert "1 point was run with other settings" in err[0]
     assert "seed=0 (lr: saved 0.003, now 0.01; min_lr: saved 2.5e-05, now 8.3" in err[0]  # min_lr follows lr
     assert "--rerun-changed" in err[0]
     assert {p: p.read_bytes() for p in stale} == stale  # refused: nothing was touched
     assert main([str(spec), "--dry-run"]) == 0
-    assert "seed=1  [changed: lr: saved 0.003, now 0.01; min_lr" in capsys.readouterr().out
+    assert "seed=0  [changed: lr: saved 0.003, now 0.01; min_lr" in capsys.readouterr().out
     assert main([str(spec), "--rerun-changed"]) == 0
-    assert capsys.readouterr().out.count("| trained |") == 2
+    assert capsys.readouterr().out.count("| trained |") == 1
     for path in stale:
         assert json.loads(path.read_text())["run_config"]["lr"] == 0.01
-    assert main([str(spec)]) == 0  # now they match the spec
-    assert capsys.readouterr().out.count("| finished before |") == 2
+    assert main([str(spec)]) == 0  # now it matches the spec
+    assert capsys.readouterr().out.count("| finished before |") == 1
+
+
+def test_the_refusal_counts_and_names_every_changed_point(tmp_path):
+    """Several changed points (finished runs written by hand): one line names each with its differences."""
+    points = expand(load_spec(write_spec(tmp_path, {"seed": [0, 1]})))
+    check_points(points)
+    for point in points:
+        folder = tmp_path / "sweep" / point.name
+        folder.mkdir(parents=True)
+        (folder / "metrics.json").write_text(json.dumps({"run_config": {**point.settings, "lr": 0.01}}))
+    message = changed_points_message(points)
+    assert message.startswith("argument spec: 2 points were run with other settings") and "\n" not in message
+    assert "seed=0 (lr: saved 0.01, now 0.003)" in message and "seed=1 (lr: saved 0.01, now 0.003)" in message
 
 
 def test_bookkeeping_changes_do_not_make_a_point_changed(tmp_path):
