@@ -96,17 +96,15 @@ def test_shared_oracle_tests_pick_up_the_plugin_from_the_registry(plugin, tmp_pa
     from the shared test files with no list edited: the registry is all they read."""
     _, folder = plugin
     tests = [str(ROOT / "tests" / name) for name in ("test_models.py", "test_registry.py", "test_mixers_recurrent.py")]
-    result = run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "toy_ema", *tests], tmp_path,
-                 env={"HF_ICL_PLUGINS": str(folder)})  # fmt: skip
+    result = run([sys.executable, "-m", "pytest", "-q", "-rA", "-p", "no:cacheprovider", "-k", "toy_ema", *tests],
+                 tmp_path, env={"HF_ICL_PLUGINS": str(folder)})  # fmt: skip
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     passed = int(re.search(r"(\d+) passed", result.stdout).group(1))
     assert passed >= 8 and "failed" not in result.stdout, result.stdout[-2000:]
-    listed = run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-k", "toy_ema",
-                  *tests], tmp_path, env={"HF_ICL_PLUGINS": str(folder)})  # fmt: skip
     oracles = ("test_cached_decode_equals_full_forward", "test_save_load_round_trip",
                "test_remote_code_load_in_fresh_process", "test_state_size_is_the_state_decoding_keeps")  # fmt: skip
-    for oracle in oracles:
-        assert f"{oracle}[" in listed.stdout, (oracle, listed.stdout[-1000:])
+    for oracle in oracles:  # each ran and passed for the plug-in (-rA lists every passed test by name)
+        assert re.search(rf"^PASSED \S+::{oracle}\[[^\]]*toy_ema", result.stdout, re.M), (oracle, result.stdout[-1000:])
 
 
 def test_an_installed_distribution_registers_through_the_entry_point_group(plugin, tmp_path):
