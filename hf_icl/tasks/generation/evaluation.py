@@ -22,7 +22,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from transformers import pipeline
 
 from ...baselines.copying import LookupOracle
 from ..family import task_entry
@@ -48,6 +47,9 @@ def pipeline_continuations(model, tokenizer, queries: list[Query], batch_size: i
     Returns:
         One decoded continuation per query (special tokens kept, cut after the first EOS).
     """
+    # imported here: the pipeline module loads transformers' processors (seconds), which data-only processes never use
+    from transformers import pipeline
+
     generator = pipeline("text-generation", model=model, tokenizer=copy.deepcopy(tokenizer))
     order = sorted(range(len(queries)), key=lambda i: (len(queries[i].answer) + queries[i].eos, len(queries[i].prompt)))
     budgets = defaultdict(list)
