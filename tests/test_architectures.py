@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from test_training import TINY_RUN
+from tiny_runs import TINY_RUN
 from transformers import AutoModelForCausalLM
 
 import hf_icl
@@ -15,7 +15,6 @@ from hf_icl.architectures import ARCHITECTURES, non_embedding_parameters
 from hf_icl.training import main as train_main
 
 SIZES = ("tiny", "small", "base")
-SHORT_PROMPTS = ["--task-option", "min_strings=6", "--task-option", "max_strings=10", "--task-option", "max_length=20"]
 
 
 def test_every_architecture_has_the_size_presets():
@@ -65,12 +64,11 @@ def test_train_py_loss_decreases_in_20_steps(arch, tmp_path):
     """20 steps of `train.py --architecture <arch>` on a tiny RegBench lower the training loss. The script's `main`
     runs in this process: the script itself, in a fresh interpreter, is `test_training`'s smoke run (the
     Transformer), and one interpreter start per architecture cost more than the 20 steps. The prompts are short
-    (6-10 strings of at most 20 letters, about 90 tokens against the recipe's 380): RegularGPT, whose depth grows with
-    the length, took 56 s at the recipe's length."""
+    (`tiny_runs.SHORT_PROMPTS`)."""
     output = tmp_path / "run"
     train_main(
         [*TINY_RUN, "--architecture", arch, "--max-steps", "20", "--lr", "3e-3", "--log-every", "1"]
-        + ["--batch-size", "16", "--task-option", "n_test=8", *SHORT_PROMPTS, "--output-dir", str(output)]
+        + ["--batch-size", "16", "--task-option", "n_test=8", "--output-dir", str(output)]
     )
     losses = [h["loss"] for h in json.loads((output / "metrics.json").read_text())["train"]["history"]]
     assert len(losses) == 20

@@ -18,6 +18,7 @@ import torch
 import yaml
 from cli_entry_points import ROOT, call, export_command, fake_run_folder, snapshot, tiny_checkpoint
 from safetensors.torch import load_file
+from tiny_runs import TINY_RUN
 
 import hf_icl.evaluate
 import hf_icl.export
@@ -25,11 +26,6 @@ from hf_icl.training import main as train_main
 from hf_icl.training.checkpoints import RUN_MARKER, run_outputs
 from hf_icl.training.launch import requested_processes, single_process_launch_warning
 from hf_icl.utils.atomic_files import write_json_atomic
-
-SMALL_TASK = ["--n-train", "100", "--task-option", "n_test=24", "--task-option", "n_validation=8"]
-TINY_RUN = [
-    "--architecture", "transformer",
-    "--preset", "tiny", "--report-to", "none", "--threads", "1", "--warmup-steps", "2", *SMALL_TASK]
 
 
 def assert_one_line_error(outcome, *fragments):

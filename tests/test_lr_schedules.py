@@ -10,7 +10,8 @@ import json
 import pytest
 import torch
 from cli_entry_points import call
-from test_cli_safety import TINY_RUN, assert_one_line_error
+from test_cli_safety import assert_one_line_error
+from tiny_runs import TINY_RUN
 from transformers import get_linear_schedule_with_warmup
 
 from hf_icl.training import main as train_main

@@ -15,7 +15,8 @@ import pytest
 import torch
 from cli_entry_points import call, snapshot
 from safetensors.torch import load_file
-from test_cli_safety import TINY_RUN, assert_one_line_error
+from test_cli_safety import assert_one_line_error
+from tiny_runs import SHORT_PROMPT_OPTIONS, TINY_RUN
 
 from hf_icl.training import main as train_main
 
@@ -645,9 +646,10 @@ def test_a_sweep_killed_as_its_point_completes_is_completed_by_the_next_sweep(fi
     from hf_icl import sweep
 
     spec = tmp_path / "spec.yaml"
+    short_prompts = {f"task_option.{name}": value for name, value in SHORT_PROMPT_OPTIONS.items()}
     base = {"architecture": "transformer", "preset": "tiny", "report_to": "none", "threads": 1, "warmup_steps": 2,
             "n_train": 100, "task_option.n_test": 24, "task_option.n_validation": 8, "max_steps": 6,
-            "checkpoint_every": 3}  # finished_run's settings  # fmt: skip
+            "checkpoint_every": 3, **short_prompts}  # finished_run's settings  # fmt: skip
     spec.write_text(yaml.safe_dump({"output_root": str(tmp_path / "sweep"), "base": base}))
     killed = subprocess.run([sys.executable, "-c", SWEEP_KILLED_AT.format(copy=COPY_RUN), str(spec),
                              str(finished_run[0]), moment], capture_output=True, text=True, timeout=600,

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from cli_entry_points import ROOT, call, fake_run_folder, snapshot
-from test_cli_safety import TINY_RUN, assert_one_line_error
+from test_cli_safety import assert_one_line_error
+from tiny_runs import TINY_ANY_TASK, TINY_RUN
 
 from hf_icl.training import main as train_main
 from hf_icl.training.arguments import parse_args
@@ -50,7 +51,7 @@ SETUP_ERRORS = [
 def test_overwrite_keeps_the_old_run_when_the_new_one_fails_its_setup(argv, fragments, tmp_path):
     folder = old_run(tmp_path / "run")
     before = snapshot(folder)
-    outcome = call(train_main, [*RUN, *argv, "--output-dir", str(folder), "--overwrite"])
+    outcome = call(train_main, [*TINY_ANY_TASK, "--max-steps", "2", *argv, "--output-dir", str(folder), "--overwrite"])
     assert outcome.escaped is None and outcome.status == 2, (outcome.status, outcome.err[-2000:], outcome.escaped)
     errors = [line for line in outcome.err.replace("\r", "\n").split("\n") if "error:" in line]
     assert len(errors) == 1 and all(fragment in errors[0] for fragment in fragments), outcome.err[-1500:]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 from cli_entry_points import call
-from test_cli_safety import TINY_RUN, assert_one_line_error
+from test_cli_safety import assert_one_line_error
+from tiny_runs import TINY_RUN
 
 from hf_icl.training import main as train_main
 from hf_icl.training.arguments import RunArguments

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 from safetensors.torch import load_file
+from tiny_runs import TINY_RUN
 
 from hf_icl.training import main, provenance
 
@@ -22,10 +23,6 @@ def free_port() -> int:
 
 
 ROOT = Path(__file__).resolve().parents[1]
-SMALL_TASK = ["--n-train", "100", "--task-option", "n_test=24", "--task-option", "n_validation=8"]
-TINY_RUN = [
-    "--architecture", "transformer",
-    "--preset", "tiny", "--report-to", "none", "--threads", "1", "--warmup-steps", "2", *SMALL_TASK]
 
 
 def run_train(args, env=None, launcher=None, timeout=600):

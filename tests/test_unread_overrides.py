@@ -8,7 +8,8 @@ from __future__ import annotations
 import pytest
 import torch
 from cli_entry_points import call
-from test_cli_safety import TINY_RUN, assert_one_line_error
+from test_cli_safety import assert_one_line_error
+from tiny_runs import TINY_RUN
 
 from hf_icl.architectures import config_for
 from hf_icl.mixers.registry import MIXERS, list_mixers, mixer_spec
