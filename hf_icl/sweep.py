@@ -50,8 +50,9 @@ Several sweep processes may work on one spec at once (a second `--jobs 1` proces
 share the output folder each run one): a point is claimed by `<output_root>/<name>.lock` while it trains, and the
 others skip it. A lock left by a dead process of the same host is taken over; see `utils/run_locks.py`.
 
-The default launcher runs the points on this machine, `--jobs` at a time (default 1: one after another; give each
-point `threads: 1` when jobs > 1); `ray` and `submitit` (SLURM and others; the engine under Hydra's submitit launcher)
+The default launcher runs the points on this machine, `--jobs` at a time (default 1: one after another; points whose
+threads add up to more than the machine's cores at a time are refused before any run, so give each point
+`threads: 1` when jobs > 1); `ray` and `submitit` (SLURM and others; the engine under Hydra's submitit launcher)
 are the optional extra `pip install hf-icl[sweep]`. `python -m hf_icl.report <output_root>` reads the runs.
 docs/guide.md has a complete spec; in Python, `hf_icl.sweep(spec)` runs one (a path or the same keys as a dict).
 """
@@ -431,6 +432,34 @@ def run_locally(spec: SweepSpec, points: list[Point], jobs: int) -> list[dict]:
         return list(pool.map(run, enumerate(points)))
 
 
+def available_cores() -> int:
+    """The cores this process may run on (its affinity where the OS reports one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def point_threads(point: Point) -> int:
+    """The threads a point's process computes with: its `threads`, else `OMP_NUM_THREADS` (which it inherits), else
+    every core (PyTorch's default)."""
+    return point.settings.get("threads") or int(os.environ.get("OMP_NUM_THREADS") or 0) or available_cores()
+
+
+def check_cores(points: list[Point], jobs: int) -> None:
+    """Refuses running `jobs` of `points` at a time when their threads add up to more than this machine's cores:
+    oversubscribed threads slow every run several-fold and count their spin-waiting as CPU time, which budgets and
+    cost tables read."""
+    if jobs < 2 or len(points) < 2:
+        return
+    cores = available_cores()
+    busiest = sorted((point_threads(p) for p in points), reverse=True)[:jobs]
+    if sum(busiest) > cores:
+        fits = max(1, cores // busiest[0])
+        raise ValueError(
+            f"argument --jobs: jobs={jobs} runs {len(busiest)} points at a time on {' + '.join(map(str, busiest))} "
+            f"threads, more than this machine's {cores} cores (oversubscribed threads slow every run several-fold); "
+            f"pass --jobs {fits}, or set threads: 1 in the spec's base"
+        )
+
+
 def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_changed: bool = False) -> list[dict]:
     """Check every point, then train the unfinished ones with `launcher` (`jobs` at a time when local).
 
@@ -441,7 +470,8 @@ def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_cha
         One result per point.
 
     Raises:
-        ValueError: changed points without `rerun_changed`, naming them and their differences.
+        ValueError: changed points without `rerun_changed`, naming them and their differences; more threads at a
+            time than the machine has cores (:func:`check_cores`).
     """
     points = expand(spec)
     check_points(points)
@@ -450,6 +480,8 @@ def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_cha
     if changed and not rerun_changed:
         raise ValueError(changed_points_message(changed))
     pending = [p for p in points if states[p.name] != "finished"]
+    if launcher == "local":
+        check_cores(pending, jobs)
     for point in points:
         lock = Path(spec.output_root) / f"{point.name}.lock"
         if states[point.name] == "finished" and lock.exists():  # a sweep killed as the point finished left it

@@ -6,6 +6,7 @@ import json
 import pytest
 import yaml
 
+from hf_icl import sweep
 from hf_icl.report import main as report_main
 from hf_icl.sweep import changed_points_message, check_points, expand, load_spec, main, point_command, point_state
 
@@ -132,6 +133,24 @@ def test_bad_jobs_fail_before_any_run(tmp_path, flags, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         main([str(write_spec(tmp_path, {"seed": [0]})), *flags])
     assert exit_info.value.code == 2 and message in capsys.readouterr().err
+    assert not (tmp_path / "sweep").exists()
+
+
+@pytest.mark.parametrize("threads, jobs, refused", [(2, 2, True), (1, 2, False), (2, 1, False), (1, 3, True)])
+def test_more_threads_at_a_time_than_cores_are_refused(tmp_path, capsys, monkeypatch, threads, jobs, refused):
+    """On a 2-core machine: two points of 2 threads at a time (the slip of a spec whose config sets `threads: 2`, run
+    with --jobs 2) or three of 1 are refused before any run, naming --jobs and the cores; what fits is not."""
+    monkeypatch.setattr(sweep, "available_cores", lambda: 2)
+    monkeypatch.setattr(sweep, "run_locally", lambda spec, points, jobs: [])  # nothing trains in this test
+    spec = write_spec(tmp_path, {"seed": [0, 1, 2]}, base={**TINY, "threads": threads})
+    if not refused:
+        assert main([str(spec), "--jobs", str(jobs)]) == 0
+        return
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(spec), "--jobs", str(jobs)])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1, err
+    assert "argument --jobs" in err[0] and "than this machine's 2 cores" in err[0] and "pass --jobs" in err[0]
     assert not (tmp_path / "sweep").exists()
 
 
