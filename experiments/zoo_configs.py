@@ -6,8 +6,11 @@
 
 The rule (experiments/sweeps/regbench_zoo_search/common.yaml): the search's selected trial (`best.yaml`, optuna's
 best complete trial on validation accuracy) becomes `<output>/<architecture>.yaml` with the recipe's steps
-(experiments/configs/regbench_cpu.yaml: 3,000) on two threads, or, where the trial's CPU seconds per step put those
-steps over 30 minutes of two cores, the most steps (a multiple of 500) that fit. The keys the search set for its
+(experiments/configs/regbench_cpu.yaml: 3,000) on one thread, or, where the trial's CPU seconds per step (measured on
+one thread) put those steps over 30 minutes of that thread, the most steps (a multiple of 500) that fit. One thread
+per run, not two: a second thread sped the linear Transformer's selected setting up about 1.3x, not 2x (about 0.8 s
+per step against 1.02), so a budget of two cores' CPU seconds let a 2-thread run take about 40 minutes; on one thread
+each run fits its 30 minutes, and two seeds train side by side. The keys the search set for its
 trials only (`max_steps`, `eval_every`, `threads`, `checkpoint_every`) go back to the recipe's values. An
 architecture whose P1 row has n-gram heads (`--ngram-heads ARCH ...`) also gets `<architecture>_ngh123.yaml`: the same
 setting with NGH₁^(1,2,3) (`ngram_heads: "1:1,2,3"`). Each search's `trials.md` and `trials.json` are copied to
@@ -28,8 +31,9 @@ from pathlib import Path
 import yaml
 
 RECIPE = Path("experiments/configs/regbench_cpu.yaml")
-BUDGET_CPU_S = 30 * 60 * 2
-"""30 minutes of the two cores, in CPU seconds (the contributor rules' budget for one CPU run)."""
+THREADS = 1
+BUDGET_CPU_S = 30 * 60
+"""30 minutes of the run's one thread, in CPU seconds (the contributor rules' budget for one CPU run on its cores)."""
 STEP_GRAIN = 500
 SEARCH_ONLY_KEYS = ("max_steps", "eval_every", "threads", "checkpoint_every")
 NGRAM_HEADS = "1:1,2,3"  # P1 §6 / Table 1: NGH^1, NGH^2, NGH^3 after layer 1, as --ngram-heads reads it
@@ -70,7 +74,7 @@ def zoo_config(search: Path, recipe: dict) -> tuple[dict, dict, int]:
         if key in recipe:
             config[key] = recipe[key]
     config["max_steps"] = budget_steps(recipe["max_steps"], trial["train_cpu_s"] / trial["steps"])
-    config["threads"] = 2
+    config["threads"] = THREADS
     return config, trial, config["max_steps"]
 
 
@@ -84,7 +88,7 @@ def header(search: Path, trial: dict, steps: int, ngram_heads: bool) -> str:
         "experiments/sweeps/regbench_zoo_search/), selected by its rule on the validation split:",
         f"  {setting}",
         f"  validation at step {trial['steps']}: {validation}; {per_step:.3f} CPU s per step on one thread.",
-        f"Steps: {steps} (the recipe's, {RECIPE.name}, or the most that fit 30 minutes of two cores at that cost).",
+        f"Steps: {steps} (the recipe's, {RECIPE.name}, or the most that fit 30 minutes of one thread at that cost).",
         "Written by experiments/zoo_configs.py; do not edit by hand.",
     ]
     if ngram_heads:
@@ -95,13 +99,14 @@ def header(search: Path, trial: dict, steps: int, ngram_heads: bool) -> str:
 
 def seeds_spec(configs: list[Path]) -> str:
     """The sweep spec that trains every zoo config with seeds 0-2 as one experiment (the report pairs the runs of one
-    experiment only), one variant per config file; each point runs the config as it is (two threads), so one sweep
-    process at a time."""
+    experiment only), one variant per config file; each point runs the config as it is (one thread), so two points
+    at a time on two cores."""
     lines = [
         "# The fair zoo's three seeds per model (issue 50, item 3): one variant per experiments/configs/regbench_zoo/",
         "# file, each trained as `accelerate launch train.py --config <file> --seed S` would. Written by",
-        "# experiments/zoo_configs.py from the configs present; do not edit by hand. Each run uses both cores:",
-        "#   python -m hf_icl.sweep experiments/sweeps/regbench_zoo_seeds.yaml --jobs 1",
+        "# experiments/zoo_configs.py from the configs present; do not edit by hand. Each run uses one thread, so two",
+        "# train side by side on two cores:",
+        "#   python -m hf_icl.sweep experiments/sweeps/regbench_zoo_seeds.yaml --jobs 2",
         "#   python -m hf_icl.report outputs/sweeps/regbench-zoo-seeds --collect docs/results/regbench_zoo \\",
         "#       --output outputs/sweeps/regbench-zoo-seeds/report   # the runs into docs/results, the sub-report not",
         "output_root: outputs/sweeps/regbench-zoo-seeds",

@@ -39,7 +39,7 @@ def fabricate_search(folder: Path, cpu_s: float, selected: int = 1) -> Path:
 
 @pytest.mark.parametrize(
     ("cpu_s_per_step", "steps"),
-    [(0.5, 3000), (1.2, 3000), (1.5, 2000), (1.44, 2500), (3.0, 1000)],  # 3,600 CPU s: 3000 fit up to 1.2 s
+    [(0.5, 3000), (0.6, 3000), (0.75, 2000), (0.72, 2500), (1.5, 1000)],  # 1,800 CPU s: 3000 fit up to 0.6 s
 )
 def test_budget_steps_by_hand(zoo_configs, cpu_s_per_step, steps):
     assert zoo_configs.budget_steps(3000, cpu_s_per_step) == steps
@@ -47,18 +47,18 @@ def test_budget_steps_by_hand(zoo_configs, cpu_s_per_step, steps):
 
 def test_budget_below_one_grain_is_refused(zoo_configs):
     with pytest.raises(ValueError, match="fewer than 500 steps"):
-        zoo_configs.budget_steps(3000, 8.0)
+        zoo_configs.budget_steps(3000, 4.0)
 
 
 def test_written_config_restores_the_recipe_and_loads(zoo_configs, tmp_path):
-    search = fabricate_search(tmp_path / "search", cpu_s=1500 * 1.5)  # 1.5 CPU s per step: 2,000 steps fit
+    search = fabricate_search(tmp_path / "search", cpu_s=1500 * 0.75)  # 0.75 CPU s per step: 2,000 steps fit
     out, trials = tmp_path / "configs", tmp_path / "trials"
     seeds = tmp_path / "seeds.yaml"
     arguments = [str(search), "--output", str(out), "--trials", str(trials), "--ngram-heads", "retnet",
                  "--seeds-spec", str(seeds)]  # fmt: skip
     assert zoo_configs.main(arguments) == 0
     config = yaml.safe_load((out / "retnet.yaml").read_text())
-    assert (config["max_steps"], config["threads"], config["checkpoint_every"], config["lr"]) == (2000, 2, 500, 0.002)
+    assert (config["max_steps"], config["threads"], config["checkpoint_every"], config["lr"]) == (2000, 1, 500, 0.002)
     assert "eval_every" not in config  # the search's validation cadence is not the recipe's
     assert "trial 1 of the search" in (out / "retnet.yaml").read_text()
     with_heads = yaml.safe_load((out / "retnet_ngh123.yaml").read_text())
