@@ -121,7 +121,8 @@ def test_an_installed_distribution_registers_through_the_entry_point_group(plugi
     assert result.stdout.split() == ["True", "True"]
 
 
-def test_every_command_accepts_import_and_names_a_broken_plugin(plugin, tmp_path):
+@pytest.mark.slow  # five interpreters, 106 s on 2 cores; every command's --import parsing is the in-process test below
+def test_every_command_runs_a_working_plugin_given_with_import(plugin, tmp_path):
     _, folder = plugin
     spec = tmp_path / "spec.yaml"
     spec.write_text(f"output_root: {tmp_path / 'sweep'}\nbase: {{task: toy_lagged_sum, max_steps: 2, preset: tiny, "

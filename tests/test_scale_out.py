@@ -97,6 +97,7 @@ def test_ddp_with_accumulation_keeps_ranks_equal_and_the_schedule_in_optimiser_s
     assert [h["lr"] for h in metrics["train"]["history"][:2]] == pytest.approx([start + (1e-3 - start) / 2, 1e-3])
 
 
+@pytest.mark.slow  # two 2-process launches (a kill, a resume): 68 s on 2 cores; DDP's launches stay in every run
 def test_fsdp_on_cpu_matches_ddp_and_resumes_from_sharded_checkpoints(ddp_run, tmp_path):
     # Accelerate 1.15 refuses FSDP on CPU processes; tests/fsdp_on_cpu.py enables it (see its docstring).
     launcher = ["--config_file", str(CONFIGS / "fsdp_bf16.yaml"), *TWO_CPU_PROCESSES, "tests/fsdp_on_cpu.py"]
