@@ -6,10 +6,10 @@ recipe's length, and a step at full length cost most of a tiny run (RegularGPT's
 20 steps). `TINY_ANY_TASK` leaves out the RegBench-only options, for tests that name another `--task`.
 """
 
-SHORT_PROMPTS = ["--task-option", "min_strings=6", "--task-option", "max_strings=10", "--task-option", "max_length=20"]
+SHORT_PROMPT_OPTIONS = {"min_strings": 6, "max_strings": 10, "max_length": 20}
+"""RegBench's sampling ranges for short prompts (a sweep spec gives them as `task_option.<name>`)."""
+SHORT_PROMPTS = [arg for name, value in SHORT_PROMPT_OPTIONS.items() for arg in ("--task-option", f"{name}={value}")]
 TINY_ANY_TASK = [
     "--architecture", "transformer", "--preset", "tiny", "--report-to", "none", "--threads", "1", "--warmup-steps", "2",
     "--n-train", "100", "--task-option", "n_test=24", "--task-option", "n_validation=8"]  # fmt: skip
 TINY_RUN = [*TINY_ANY_TASK, *SHORT_PROMPTS]
-SHORT_PROMPT_OPTIONS = {"min_strings": 6, "max_strings": 10, "max_length": 20}
-"""`SHORT_PROMPTS` as a sweep spec's `task_option.<name>` values."""
