@@ -120,7 +120,7 @@ def evaluate(checkpoint: str | Path, task: str, **options) -> dict:
 
 
 def sweep(spec: str | Path | dict, launcher: str = "local", jobs: int = 1, rerun_changed: bool = False,
-          imports: list[str] | None = None) -> list[dict]:  # fmt: skip
+          imports: list[str] | None = None, only: list[str] | None = None) -> list[dict]:  # fmt: skip
     """Train a grid of runs, as `python -m hf_icl.sweep` (finished points are skipped, interrupted ones resumed).
 
     Args:
@@ -130,9 +130,11 @@ def sweep(spec: str | Path | dict, launcher: str = "local", jobs: int = 1, rerun
         jobs: local launcher: points trained at the same time.
         rerun_changed: train again from scratch the points whose saved settings differ from the spec's.
         imports: plug-in modules every point imports (`--import`).
+        only: `key=label` entries that pick some points (`--only`, e.g. `["seed=1", "seed=2"]`).
 
     Returns:
-        One result per point: `name`, `status`, `returncode`, `seconds` and its `output_dir`.
+        One result per point (per picked point with `only`): `name`, `status`, `returncode`, `seconds` and its
+        `output_dir`.
 
     Raises:
         ValueError: a bad spec or option, with the command's one-line message.
@@ -156,7 +158,7 @@ def sweep(spec: str | Path | dict, launcher: str = "local", jobs: int = 1, rerun
     if imports:
         import_plugins(list(imports))
         loaded.base["imports"] = list(dict.fromkeys([*loaded.base.get("imports", []), *imports]))
-    results = sweeps.run_sweep(loaded, launcher, jobs, rerun_changed)
+    results = sweeps.run_sweep(loaded, launcher, jobs, rerun_changed, only or [])
     return [{**result, "output_dir": str(Path(loaded.output_root) / result["name"])} for result in results]
 
 

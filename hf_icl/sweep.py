@@ -1,4 +1,5 @@
-"""`python -m hf_icl.sweep SPEC.yaml [--launcher local|ray|submitit] [--jobs N] [--dry-run]`: a grid of training runs.
+"""`python -m hf_icl.sweep SPEC.yaml [--launcher local|ray|submitit] [--jobs N] [--only KEY=LABEL] [--dry-run]`: a grid
+of training runs.
 
 As in zoology and MAD-Lab, a sweep is a base configuration crossed with lists of values (architectures × learning
 rates × N × seeds, ...). SPEC.yaml:
@@ -283,6 +284,31 @@ def check_points(points: list[Point]) -> None:
                 raise ValueError(f"point {point.name}: train.py rejected its arguments (message above)") from None
 
 
+def select_points(points: list[Point], only: list[str]) -> list[Point]:
+    """The points whose names hold every grid key given in `only` (`key=label`, as the points are named) with one of
+    the labels given for it: repeating a key widens the choice (`seed=1`, `seed=2`), different keys narrow it.
+
+    Raises:
+        ValueError: an entry without `=`, or a key or label that no point has (naming the labels there are).
+    """
+    if not only:
+        return points
+    labels = [dict(part.split("=", 1) for part in point.name.split(",")) for point in points]
+    wanted: dict[str, set[str]] = {}
+    for entry in only:
+        key, sep, value = entry.partition("=")
+        if not sep or not key or not value:
+            raise ValueError(f"argument --only: {entry!r} is not KEY=LABEL (a grid key and a label of a point name)")
+        there = sorted({names[key] for names in labels if key in names})
+        if not there:
+            keys = sorted({key for names in labels for key in names})
+            raise ValueError(f"argument --only: no grid key {key!r}; the points' keys are {', '.join(keys)}")
+        if value not in there:
+            raise ValueError(f"argument --only: no point has {key}={value}; {key} is one of {', '.join(there)}")
+        wanted.setdefault(key, set()).add(value)
+    return [p for p, names in zip(points, labels) if all(names[k] in v for k, v in wanted.items())]
+
+
 def point_state(run_dir: Path, settings: dict | None = None) -> str:
     """`finished` (metrics.json and model/), `resume` (a completed checkpoint), `restart` (started, no checkpoint) or
     `new`; `changed` where a finished or resumable run's saved settings differ from `settings` (:func:`saved_changes`),
@@ -460,11 +486,14 @@ def check_cores(points: list[Point], jobs: int) -> None:
         )
 
 
-def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_changed: bool = False) -> list[dict]:
+def run_sweep(
+    spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_changed: bool = False, only: list[str] = ()
+) -> list[dict]:
     """Check every point, then train the unfinished ones with `launcher` (`jobs` at a time when local).
 
     Args:
         rerun_changed: train the `changed` points again from scratch (else they are refused).
+        only: `key=label` entries that pick some of the points (:func:`select_points`); the others are left alone.
 
     Returns:
         One result per point.
@@ -473,7 +502,7 @@ def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_cha
         ValueError: changed points without `rerun_changed`, naming them and their differences; more threads at a
             time than the machine has cores (:func:`check_cores`).
     """
-    points = expand(spec)
+    points = select_points(expand(spec), list(only))
     check_points(points)
     states = {p.name: point_state(Path(p.arguments["output_dir"]), p.settings) for p in points}
     changed = [p for p in points if states[p.name] == "changed"]
@@ -498,11 +527,11 @@ def run_sweep(spec: SweepSpec, launcher: str = "local", jobs: int = 1, rerun_cha
     return [results[p.name] for p in points]
 
 
-def dry_run(spec: SweepSpec) -> int:
-    """Print every point, its state and its command; train nothing. The points are checked without the plug-ins
-    named (`--import`, `imports:`, `HF_ICL_PLUGINS`, entry points); only when a point does not parse without them
-    (it names a plug-in's task or architecture) are they imported and the points checked again."""
-    points = expand(spec)
+def dry_run(spec: SweepSpec, only: list[str] = ()) -> int:
+    """Print every point (or those `only` picks), its state and its command; train nothing. The points are checked
+    without the plug-ins named (`--import`, `imports:`, `HF_ICL_PLUGINS`, entry points); only when a point does not
+    parse without them (it names a plug-in's task or architecture) are they imported and the points checked again."""
+    points = select_points(expand(spec), list(only))
     with describing():
         try:
             check_points(points)
@@ -516,7 +545,7 @@ def dry_run(spec: SweepSpec) -> int:
         if state in ("changed", "extend"):
             state += ": " + describe_changes(saved_changes(Path(point.arguments["output_dir"]), point.settings))
         print(f"{point.name}  [{state}]\n    {' '.join(point_command(spec, point))}")
-    print(f"{len(points)} points")
+    print("1 point" if len(points) == 1 else f"{len(points)} points")
     return 0
 
 
@@ -550,6 +579,14 @@ def build_parser() -> CommandLineParser:
         action="store_true",
         help="train again from scratch the points whose saved settings differ from the spec's (else refused)",
     )
+    parser.add_argument(
+        "--only",
+        action="append",
+        default=[],
+        metavar="KEY=LABEL",
+        help="run only the points named with KEY=LABEL (as in their names, e.g. seed=1 or variant=gla), repeatable: "
+        "the labels given for one key add up, different keys must all match",
+    )
     add_import_argument(parser)
     return parser
 
@@ -577,10 +614,12 @@ def main(argv: list[str] | None = None) -> int:
             given = [str(Path(m).resolve()) if Path(m).exists() and not m.isidentifier() else m for m in args.imports]
             spec.base["imports"] = list(dict.fromkeys([*spec.base.get("imports", []), *given]))
         if spec.search is not None:
+            if args.only:
+                raise ValueError("argument --only: a search (`search:`) has no grid of named points to pick from")
             return run_search_command(spec, args)
         if args.dry_run:
-            return dry_run(spec)
-        results = run_sweep(spec, args.launcher, args.jobs, args.rerun_changed)
+            return dry_run(spec, args.only)
+        results = run_sweep(spec, args.launcher, args.jobs, args.rerun_changed, args.only)
     except (ValueError, OSError) as err:
         parser.fail(err)
     print("\n| point | status | seconds |\n|---|---|---|")

@@ -161,6 +161,39 @@ def test_dry_run_lists_points_and_runs_nothing(tmp_path, capsys):
     assert not (tmp_path / "sweep").exists()
 
 
+def test_only_picks_points_by_the_labels_in_their_names(tmp_path):
+    grid = {"variant": {"a": {"lr": 1e-3}, "b": {"lr": 3e-3}, "c": {"lr": 1e-2}}, "seed": [0, 1, 2]}
+    points = expand(load_spec(write_spec(tmp_path, grid)))
+    assert sweep.select_points(points, []) == points
+    names = lambda only: [p.name for p in sweep.select_points(points, only)]  # noqa: E731
+    assert names(["seed=1"]) == ["variant=a,seed=1", "variant=b,seed=1", "variant=c,seed=1"]
+    assert names(["variant=b", "seed=1", "seed=2"]) == ["variant=b,seed=1", "variant=b,seed=2"]  # a key's labels add up
+    assert names(["seed=2", "variant=c", "variant=a"]) == ["variant=a,seed=2", "variant=c,seed=2"]
+
+
+@pytest.mark.parametrize(
+    "only, message",
+    [
+        ("seed", "argument --only: 'seed' is not KEY=LABEL"),
+        ("sead=1", "argument --only: no grid key 'sead'; the points' keys are seed, variant"),
+        ("seed=7", "argument --only: no point has seed=7; seed is one of 0, 1"),
+    ],
+)
+def test_a_bad_only_is_one_line_before_any_run(tmp_path, capsys, only, message):
+    spec = write_spec(tmp_path, {"variant": {"a": {"lr": 1e-3}}, "seed": [0, 1]})
+    with pytest.raises(SystemExit) as exit_info:
+        main([str(spec), "--only", only])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert exit_info.value.code == 2 and len(err) == 1 and message in err[0], err
+    assert not (tmp_path / "sweep").exists()
+
+
+def test_dry_run_with_only_lists_the_picked_points(tmp_path, capsys):
+    assert main([str(write_spec(tmp_path, {"seed": [0, 1, 2]})), "--dry-run", "--only", "seed=2"]) == 0
+    out = capsys.readouterr().out
+    assert "seed=2  [new]" in out and "seed=0" not in out and "1 points" not in out and "1 point" in out
+
+
 def test_a_grid_trains_two_points_at_a_time_skips_when_done_and_reports(tmp_path, capsys):
     spec = write_spec(tmp_path, {"architecture": ["transformer", "lstm"], "lr": [3e-3]})
     assert main([str(spec), "--jobs", "2"]) == 0  # two points at a time
