@@ -293,7 +293,7 @@ def select_points(points: list[Point], only: list[str]) -> list[Point]:
     """
     if not only:
         return points
-    labels = [dict(part.split("=", 1) for part in point.name.split(",")) for point in points]
+    labels = [dict(part.split("=", 1) for part in point.name.split(",") if "=" in part) for point in points]
     wanted: dict[str, set[str]] = {}
     for entry in only:
         key, sep, value = entry.partition("=")
@@ -302,7 +302,8 @@ def select_points(points: list[Point], only: list[str]) -> list[Point]:
         there = sorted({names[key] for names in labels if key in names})
         if not there:
             keys = sorted({key for names in labels for key in names})
-            raise ValueError(f"argument --only: no grid key {key!r}; the points' keys are {', '.join(keys)}")
+            there_are = f"the points' keys are {', '.join(keys)}" if keys else "the spec has no grid"
+            raise ValueError(f"argument --only: no grid key {key!r}; {there_are}")
         if value not in there:
             raise ValueError(f"argument --only: no point has {key}={value}; {key} is one of {', '.join(there)}")
         wanted.setdefault(key, set()).add(value)

@@ -298,7 +298,8 @@ def report_strategies() -> dict[str, st.SearchStrategy[str]]:
 
 def sweep_strategies() -> dict[str, st.SearchStrategy[str]]:
     """`python -m hf_icl.sweep SPEC.yaml`: bad specs (missing, not YAML, not a mapping, unknown keys, a point
-    `train.py` would refuse), a launcher that does not exist, a value for `--dry-run`."""
+    `train.py` would refuse), a launcher that does not exist, a value for `--dry-run`, an `--only` that picks no
+    point."""
     def spec(values) -> str:
         return yaml_file(yaml.safe_dump({"output_root": str(WORK / "sweep"), **values}))
 
@@ -311,7 +312,8 @@ def sweep_strategies() -> dict[str, st.SearchStrategy[str]]:
         st.sampled_from([{"colour": "red"}, {"grid": {"lr": []}}, {"base": {"output_dir": "x"}}, {"base": []}])
         .map(spec),
         bad_points.map(spec),
-    ), "--import": bad_plugins()}
+    ), "--import": bad_plugins(),
+        "--only": st.sampled_from(["seed", "=1", "seed=", "seed=1", "run=run"])}  # the fuzzed spec has no grid
     return option_strategies(hf_icl.sweep.build_parser(), special, hf_icl.sweep.SWEEP_LIMITS)
 
 
