@@ -27,4 +27,4 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         fixture_defs = getattr(item, "_fixtureinfo", None)
         if fixture_defs and any(defs[-1].scope == "module" for defs in fixture_defs.name2fixturedefs.values()):
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
