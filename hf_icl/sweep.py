@@ -120,6 +120,7 @@ class Point:
     name: str
     arguments: dict
     settings: dict | None = None
+    labels: dict[str, str] = field(default_factory=dict)  # grid key (its last dotted part) -> label, as in `name`
 
 
 def read_spec_file(path: Path) -> dict:
@@ -260,9 +261,11 @@ def expand(spec: SweepSpec) -> list[Point]:
             if key == VARIANT:
                 value = {k: v for k, v in value.items() if k != "config"}
             assign(arguments, key, copy.deepcopy(value))
-        name = ",".join(f"{key.split('.')[-1]}={label(tag)}" for key, (tag, _) in zip(spec.grid, combination))
-        arguments["output_dir"] = str(Path(spec.output_root) / (name or "run"))
-        points.append(Point(name or "run", arguments))
+        pairs = [(key.split(".")[-1], label(tag)) for key, (tag, _) in zip(spec.grid, combination)]
+        name = ",".join(f"{key}={value}" for key, value in pairs) or "run"
+        labels = dict(pairs)
+        arguments["output_dir"] = str(Path(spec.output_root) / name)
+        points.append(Point(name, arguments, labels=labels))
     if len({p.name for p in points}) != len(points):
         raise ValueError("two grid points have the same name; give the values labels with a mapping (label: value)")
     return points
@@ -293,7 +296,7 @@ def select_points(points: list[Point], only: list[str]) -> list[Point]:
     """
     if not only:
         return points
-    labels = [dict(part.split("=", 1) for part in point.name.split(",") if "=" in part) for point in points]
+    labels = [point.labels for point in points]
     wanted: dict[str, set[str]] = {}
     for entry in only:
         key, sep, value = entry.partition("=")
