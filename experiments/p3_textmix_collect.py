@@ -1,12 +1,17 @@
 """`python experiments/p3_textmix_collect.py RUN [RUN ...] --dest DIR`.
 
 Collect slow/fast y-model runs on text mixtures (P3 §4.3, App. E; issue 27): for each run folder (its name, e.g.
-`ymodel-seed0`, names the record) run `python -m hf_icl.analysis textmix` on `RUN/model` into `DIR/<name>/` (an
-existing `textmix_analysis.json` there is read, not recomputed), copy the run's metrics.json to
-`DIR/<name>_metrics.json` with the analysis numbers under `test.textmix` (the paths the report's P3 text-mixture
-findings read), and write `DIR/summary.md`: the test cross-entropies beside the unigram baseline, the join blocks of
-y^ℓ beside the fast state's, the document embedding's nearest-neighbour accuracy beside its controls, and informed vs
-uninformed cross-entropy with the frozen and mismatched controls.
+`ymodel-seed0`, names the record) run `python -m hf_icl.analysis textmix` on `RUN/model` once per held-out split, into
+`DIR/<name>/` (test) and `DIR/<name>/validation/`, copy the run's metrics.json to `DIR/<name>_metrics.json` with the
+analysis numbers under `test.textmix` and `validation.textmix`, and write `DIR/summary.md`: the test cross-entropies
+beside the unigram baseline, the join blocks of y^ℓ beside the fast state's, the document embedding's
+nearest-neighbour accuracy beside its controls, informed vs uninformed cross-entropy with the frozen and mismatched
+controls, and the validation numbers a recipe search selects on.
+
+Both splits, so a search's points (`experiments/sweeps/p3_textmix_search.yaml`) are selected on validation documents
+and rated on test documents they never saw: the report selects on `validation.textmix` and reports `test.textmix`.
+An analysis already in its folder is reused when it read the same split; one written before `--split` existed read
+test ∪ validation, is reported as that, and is never reused for either (without the checkpoint that is an error).
 """
 
 from __future__ import annotations
@@ -17,24 +22,36 @@ import subprocess
 import sys
 from pathlib import Path
 
-
-def analyse(model_dir: Path, out: Path) -> dict:
-    """The textmix analysis of one checkpoint, run once."""
-    if not (out / "textmix_analysis.json").exists():
-        command = [sys.executable, "-m", "hf_icl.analysis", "textmix", "--checkpoint", str(model_dir),
-                   "--output", str(out), "--threads", "1"]  # fmt: skip
-        subprocess.run(command, check=True)
-    return json.loads((out / "textmix_analysis.json").read_text())
+BOTH_SPLITS = "test ∪ validation"  # what an analysis read before `--split` existed (no `split` in its JSON)
 
 
-def summary_lines(records: dict[str, dict]) -> list[str]:
+def analysis_split(analysis: dict) -> str:
+    return analysis.get("split", BOTH_SPLITS)
+
+
+def analyse(model_dir: Path, out: Path, split: str) -> dict:
+    """The textmix analysis of one checkpoint on `split`, run once (or read, when `out` holds one of that split)."""
+    saved = out / "textmix_analysis.json"
+    if saved.exists() and analysis_split(json.loads(saved.read_text())) == split:
+        return json.loads(saved.read_text())
+    if not (model_dir / "config.json").is_file():
+        found = analysis_split(json.loads(saved.read_text())) if saved.exists() else "none"
+        raise SystemExit(f"{out}: no {split} analysis (found: {found}) and no checkpoint at {model_dir} to compute it")
+    command = [sys.executable, "-m", "hf_icl.analysis", "textmix", "--checkpoint", str(model_dir),
+               "--output", str(out), "--threads", "1", "--split", split]  # fmt: skip
+    subprocess.run(command, check=True)
+    return json.loads(saved.read_text())
+
+
+def summary_lines(records: dict[str, dict], split: str) -> list[str]:
     lines = ["# Slow/fast y-model on text mixtures (P3 §4.3), CPU scale", "",
              "Collected by `python experiments/p3_textmix_collect.py`; the analyses are "
-             "`python -m hf_icl.analysis textmix` (one folder per run). CPU s = `train.cpu_time_s`.", "",
-             "| run | steps | CPU s | test loss (nats/char) | first excerpt | after the join | unigram |",
+             "`python -m hf_icl.analysis textmix` (one folder per split and run). CPU s = `train.cpu_time_s`. "
+             f"Everything above the validation table is the {split} split's.", "",
+             f"| run | steps | CPU s | {split} loss (nats/char) | first excerpt | after the join | unigram |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, metrics in records.items():
-        model, unigram = metrics["test"]["model"], metrics["test"]["baselines"]["unigram"]
+        model, unigram = metrics[split]["model"], metrics[split]["baselines"]["unigram"]
         lines.append(f"| {name} | {metrics['train']['steps']} | {metrics['train']['cpu_time_s']:.0f} | "
                      f"{model['loss']:.3f} | {model['loss_first_excerpt']:.3f} | {model['loss_second_excerpt']:.3f} | "
                      f"{unigram['loss']:.3f} |")  # fmt: skip
@@ -43,16 +60,16 @@ def summary_lines(records: dict[str, dict]) -> list[str]:
               "fast state x^ℓ:", "", "| run | mixture | rows | contrast y | contrast x | lag y | lag x |",
               "|---|---|---|---|---|---|---|"]  # fmt: skip
     for name, metrics in records.items():
-        for kind, joins in metrics["test"]["textmix"]["joins"].items():
+        for kind, joins in metrics[split]["textmix"]["joins"].items():
             y, x = joins["y"], joins["x"]
             lines.append(f"| {name} | {kind.replace('_', ' ')} | {joins['rows']} | {y['contrast']:.3f} | "
                          f"{x['contrast']:.3f} | {y['lag_median']:.0f} | {x['lag_median']:.0f} |")  # fmt: skip
     lines += ["", "⟨y⟩ as a document embedding (P3 Figs. 4.3, 14): leave-one-out 1-NN accuracy of an excerpt's "
               "document among the held-out documents:", ""]  # fmt: skip
-    names = list(next(iter(records.values()))["test"]["textmix"]["embedding"]["nearest_neighbour_accuracy"])
+    names = list(next(iter(records.values()))[split]["textmix"]["embedding"]["nearest_neighbour_accuracy"])
     lines += ["| run | excerpts | documents | " + " | ".join(names) + " |", "|---|---|---|" + "---|" * len(names)]
     for name, metrics in records.items():
-        embedding = metrics["test"]["textmix"]["embedding"]
+        embedding = metrics[split]["textmix"]["embedding"]
         cells = " | ".join(f"{embedding['nearest_neighbour_accuracy'][n]:.3f}" for n in names)
         lines.append(f"| {name} | {embedding['excerpts']} | {embedding['documents']} | {cells} |")
     lines += ["", "Informed vs uninformed (P3 Fig. 13): the second part of each held-out document, cross-entropy minus "
@@ -60,28 +77,50 @@ def summary_lines(records: dict[str, dict]) -> list[str]:
               "| run | documents | uninformed (nats) | informed | frozen first-part y | mismatched document's y |",
               "|---|---|---|---|---|---|"]  # fmt: skip
     for name, metrics in records.items():
-        informed = metrics["test"]["textmix"]["informed"]
+        informed = metrics[split]["textmix"]["informed"]
         difference, below = informed["mean_difference_to_uninformed"], informed["share_of_positions_below_uninformed"]
         cells = " | ".join(f"{difference[k]:+.4f} ({below[k]:.0%})" for k in ("informed", "frozen", "mismatched"))
         lines.append(f"| {name} | {informed['documents']} | {informed['mean_loss']['uninformed']:.3f} | {cells} |")
     return lines
 
 
-def main() -> None:
+def validation_lines(records: dict[str, dict]) -> list[str]:
+    """What a recipe search selects on: the two P3 text-mixture criteria on the validation split."""
+    lines = ["", "Validation split (what a recipe search selects on; the verdicts read test): loss minus the unigram's "
+             "(the control: at most −0.5), informed − uninformed (criterion: at most −0.01) and the three-excerpt y "
+             "contrast (criterion: at least 0.5):", "",
+             "| run | validation loss − unigram | informed − uninformed | three-excerpt contrast y |",
+             "|---|---|---|---|"]  # fmt: skip
+    for name, metrics in records.items():
+        validation = metrics["validation"]
+        gap = validation["model"]["loss"] - validation["baselines"]["unigram"]["loss"]
+        informed = validation["textmix"]["informed"]["mean_difference_to_uninformed"]["informed"]
+        contrast = validation["textmix"]["joins"]["three_excerpts"]["y"]["contrast"]
+        lines.append(f"| {name} | {gap:+.3f} | {informed:+.4f} | {contrast:.3f} |")
+    return lines
+
+
+def collect(run: Path, dest: Path) -> dict:
+    """The run's metrics with each split's analysis filed under `<split>.textmix`."""
+    metrics = json.loads((run / "metrics.json").read_text())
+    for split, out in (("test", dest / run.name), ("validation", dest / run.name / "validation")):
+        analysis = analyse(run / "model", out, split)
+        textmix = {k: analysis[k] for k in ("joins", "embedding", "informed")}
+        metrics[split]["textmix"] = textmix | {"split": split, "source": str(out / "textmix_analysis.json")}
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("runs", nargs="+", type=Path, help="run folders (with model/ and metrics.json)")
     parser.add_argument("--dest", required=True, type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.dest.mkdir(parents=True, exist_ok=True)
     records = {}
     for run in args.runs:
-        analysis = analyse(run / "model", args.dest / run.name)
-        metrics = json.loads((run / "metrics.json").read_text())
-        metrics["test"]["textmix"] = {k: analysis[k] for k in ("joins", "embedding", "informed")}
-        metrics["test"]["textmix"]["source"] = str(args.dest / run.name / "textmix_analysis.json")
+        records[run.name] = metrics = collect(run, args.dest)
         (args.dest / f"{run.name}_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-        records[run.name] = metrics
-    lines = summary_lines(records)
+    lines = summary_lines(records, "test") + validation_lines(records)
     (args.dest / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

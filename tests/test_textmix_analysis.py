@@ -77,6 +77,7 @@ def test_textmix_command_end_to_end(tmp_path):
                    "--excerpts-per-document", "2"])  # fmt: skip
     saved = json.loads((out / "textmix_analysis.json").read_text())
     assert saved["task"]["l_max"] == 48 and saved["joins"]["two_excerpts"]["rows"] == 6
+    assert saved["split"] == "test"  # the default: verdicts read test
     for key in ("y", "x"):
         assert -2 <= saved["joins"]["three_excerpts"][key]["contrast"] <= 2
     accuracy = saved["embedding"]["nearest_neighbour_accuracy"]
@@ -95,12 +96,42 @@ def test_textmix_refuses_a_model_of_another_task(tmp_path):
         analysis_main(["textmix", "--checkpoint", str(tmp_path / "model"), "--output", str(tmp_path / "out")])
 
 
-def test_mixture_rows_are_the_test_split():
+@pytest.mark.parametrize("split", textmix.SPLITS)
+def test_mixture_rows_are_the_named_split(split):
     from hf_icl.tasks import load_task
     from hf_icl.tasks.documents import load_documents
 
     model, _ = tiny_model()
     config = textmix.task_config(model)
-    texts, boundaries = textmix.mixture_rows(load_documents(config), config, 3)
-    split = load_task("text_mixture", l_start=20, l_finish=30, l_max=48, n_train=1, n_validation=1, n_test=3)["test"]
-    assert texts == split["text"] and boundaries == [[cut] for cut in split["cut"]]
+    texts, boundaries = textmix.mixture_rows(load_documents(config), config, 3, split)
+    rows = load_task("text_mixture", l_start=20, l_finish=30, l_max=48, n_train=1, n_validation=3, n_test=3)[split]
+    assert texts == rows["text"] and boundaries == [[cut] for cut in rows["cut"]]
+
+
+def test_held_out_documents_keep_test_and_validation_apart():
+    from hf_icl.tasks.documents import load_documents, split_documents
+
+    model, _ = tiny_model()
+    corpus = load_documents(textmix.task_config(model))
+    test = textmix.held_out_documents(corpus, "test", 96)
+    validation = textmix.held_out_documents(corpus, "validation", 96)
+    assert test and validation and not set(test) & set(validation)
+    assert set(test) <= set(split_documents(corpus, "test"))
+    assert set(validation) <= set(split_documents(corpus, "validation"))
+    assert all(len(text) >= 96 for text in (test | validation).values())
+    with pytest.raises(ValueError, match="split: 'train' is not one of test, validation"):
+        textmix.held_out_documents(corpus, "train", 96)
+
+
+def test_textmix_command_reads_the_validation_split(tmp_path):
+    model, tokenizer = tiny_model()
+    model.save_pretrained(tmp_path / "model")
+    tokenizer.save_pretrained(tmp_path / "model")
+    out = tmp_path / "analysis"
+    analysis_main(["textmix", "--checkpoint", str(tmp_path / "model"), "--output", str(out), "--n-rows", "4",
+                   "--excerpts-per-document", "2", "--split", "validation"])  # fmt: skip
+    saved = json.loads((out / "textmix_analysis.json").read_text())
+    assert saved["split"] == "validation" and saved["joins"]["two_excerpts"]["rows"] == 4
+    with pytest.raises(SystemExit):
+        analysis_main(["textmix", "--checkpoint", str(tmp_path / "model"), "--output", str(tmp_path / "bad"),
+                       "--split", "train"])  # fmt: skip

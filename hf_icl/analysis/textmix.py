@@ -4,7 +4,7 @@
 and writes `textmix_analysis.json` and three PNGs:
 
 - **joins** (`textmix_joins.png`, P3 Figs. 12b and 16): n_i·n_j with n = y^ℓ/‖y^ℓ‖ on held-out mixtures of two
-  excerpts (the test split) and of three (built from held-out documents, out of distribution as in App. E). The
+  excerpts (the split's rows) and of three (built from its documents, out of distribution as in App. E). The
   blocks are measured per row as the mean n_i·n_j within an excerpt minus the mean across excerpts (`contrast`),
   and the *lag*: the positions after a join until n_p is nearer (cosine) to the new excerpt's mean n than to the old
   one's. The same numbers for the fast stream's x^ℓ are the control: slow features should mark the join more
@@ -18,6 +18,10 @@ and writes `textmix_analysis.json` and three PNGs:
   moved on at γ = 1/300 (informed), with that y frozen (specialised), and — the control — informed by *another*
   document's first part (mismatched). Per-position cross-entropy minus the uninformed one, averaged over
   documents; informed below zero means the first part's y carries its topic.
+
+Every measurement reads one held-out split, `--split test` (the default, for verdicts) or `--split validation` (for a
+recipe search), never both: the corpus assigns every 10th document to test and the one after it to validation
+(`hf_icl.tasks.documents.split_documents`), so a setting chosen on validation is rated on documents it never saw.
 """
 
 from __future__ import annotations
@@ -53,11 +57,17 @@ LIMITS = {
 }
 """The allowed range of every numeric argument."""
 
+SPLITS = ("test", "validation")
+"""The held-out splits an analysis can read: test for verdicts, validation for a recipe search."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--checkpoint", required=True, type=Path, help="slow/fast model folder trained on text_mixture")
     parser.add_argument("--output", required=True, type=Path, help="folder for the JSON and PNGs")
-    parser.add_argument("--n-rows", type=int, default=200, help="test mixtures for the join blocks (default 200)")
+    parser.add_argument("--split", default="test", choices=SPLITS,
+                        help="the held-out split whose documents and mixtures are measured: test (default, for "
+                             "verdicts) or validation (for a recipe search)")  # fmt: skip
+    parser.add_argument("--n-rows", type=int, default=200, help="the split's mixtures for the joins (default 200)")
     parser.add_argument("--excerpts-per-document", type=int, default=8, help="embedding excerpts per document")
     parser.add_argument("--update-rate", type=float, default=1 / 300, help="γ of the informed mode (P3: 1/300)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the three-excerpt mixtures and of t-SNE")
@@ -179,10 +189,11 @@ def task_config(model) -> TextMixtureConfig:
     return TextMixtureConfig(name="analysis", seed=run.get("task_seed", 0), **options)
 
 
-def held_out_documents(documents: dict[str, str], length: int) -> dict[str, str]:
-    """The test and validation documents of at least `length` characters (no training document)."""
-    names = split_documents(documents, "test") + split_documents(documents, "validation")
-    return {name: documents[name] for name in names if len(documents[name]) >= length}
+def held_out_documents(documents: dict[str, str], split: str, length: int) -> dict[str, str]:
+    """The documents of the held-out `split` (test or validation) of at least `length` characters."""
+    if split not in SPLITS:
+        raise ValueError(f"split: {split!r} is not one of {', '.join(SPLITS)}")
+    return {name: documents[name] for name in split_documents(documents, split) if len(documents[name]) >= length}
 
 
 def encode(tokenizer, texts: list[str]) -> torch.Tensor:
@@ -204,9 +215,11 @@ def three_excerpt_rows(documents: dict[str, str], length: int, count: int, rng) 
     return texts, [[size, 2 * size]] * count
 
 
-def mixture_rows(documents: dict[str, str], config: TextMixtureConfig, count: int) -> tuple[list[str], list[list[int]]]:
-    """The first `count` rows of the checkpoint's test split (the builder's sampler and stream; no cache written)."""
-    rows = sample_mixtures(documents, split_documents(documents, "test"), config, count, split_rng(config, "test"))
+def mixture_rows(
+    documents: dict[str, str], config: TextMixtureConfig, count: int, split: str = "test"
+) -> tuple[list[str], list[list[int]]]:
+    """The first `count` rows of the checkpoint's `split` (the builder's sampler and stream; no cache written)."""
+    rows = sample_mixtures(documents, split_documents(documents, split), config, count, split_rng(config, split))
     return [row["text"] for row in rows], [[row["cut"]] for row in rows]
 
 
@@ -280,16 +293,17 @@ def run(args: argparse.Namespace) -> dict:
     config = task_config(model)
     length = config.l_max
     corpus = load_documents(config)
-    documents = held_out_documents(corpus, 2 * length)
+    documents = held_out_documents(corpus, args.split, 2 * length)
     if len(documents) < 3:
-        raise ValueError(f"argument --checkpoint: its corpus has {len(documents)} held-out documents of ≥ {2 * length} "
-                         "characters; the analysis needs 3")  # fmt: skip
-    texts, boundaries = mixture_rows(corpus, config, args.n_rows)
+        raise ValueError(f"argument --checkpoint: its corpus has {len(documents)} {args.split} documents of ≥ "
+                         f"{2 * length} characters; the analysis needs 3")  # fmt: skip
+    texts, boundaries = mixture_rows(corpus, config, args.n_rows, args.split)
     rng = np.random.default_rng(args.seed)
     three_texts, three_boundaries = three_excerpt_rows(documents, length, args.n_rows, rng)
     results = {
         "checkpoint": str(args.checkpoint),
         "task": {k: getattr(config, k) for k in ("source", "l_start", "l_finish", "l_max")},
+        "split": args.split,
         "held_out_documents": len(documents),
         "joins": {
             "two_excerpts": joins(model, tokenizer, texts, boundaries),
