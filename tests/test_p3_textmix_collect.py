@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 from script_loader import load_script
-from test_textmix_analysis import tiny_model
+from test_textmix_analysis import saved_tiny_model
 
 
 @pytest.fixture(scope="module")
@@ -16,9 +16,7 @@ def collect_script():
 
 def fake_run(folder):
     """A run folder: a tiny slow/fast checkpoint and a metrics.json with both splits' losses."""
-    model, tokenizer = tiny_model()
-    model.save_pretrained(folder / "model")
-    tokenizer.save_pretrained(folder / "model")
+    saved_tiny_model(folder / "model")
     split = {"model": {"loss": 2.0, "loss_first_excerpt": 1.9, "loss_second_excerpt": 2.1},
              "baselines": {"unigram": {"loss": 3.0}}}  # fmt: skip
     metrics = {"train": {"steps": 10, "cpu_time_s": 1.0}, "test": split, "validation": split}

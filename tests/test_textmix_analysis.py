@@ -68,16 +68,23 @@ def test_one_pass_gives_the_slow_features_and_the_fast_state_of_separate_passes(
         torch.testing.assert_close(fast, model(ids, output_hidden_states=True).hidden_states[model.config.slow_layer])
 
 
-def test_textmix_command_end_to_end(tmp_path):
+def saved_tiny_model(folder):
+    """`folder` holding a tiny slow/fast checkpoint and its tokenizer (a save_pretrained folder)."""
     model, tokenizer = tiny_model()
-    model.save_pretrained(tmp_path / "model")
-    tokenizer.save_pretrained(tmp_path / "model")
-    out = tmp_path / "analysis"
-    analysis_main(["textmix", "--checkpoint", str(tmp_path / "model"), "--output", str(out), "--n-rows", "6",
-                   "--excerpts-per-document", "2"])  # fmt: skip
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.mark.parametrize("split", [None, "validation"])
+def test_textmix_command_end_to_end(tmp_path, split):
+    checkpoint, out = saved_tiny_model(tmp_path / "model"), tmp_path / "analysis"
+    options = [] if split is None else ["--split", split]
+    analysis_main(["textmix", "--checkpoint", str(checkpoint), "--output", str(out), "--n-rows", "6",
+                   "--excerpts-per-document", "2", *options])  # fmt: skip
     saved = json.loads((out / "textmix_analysis.json").read_text())
     assert saved["task"]["l_max"] == 48 and saved["joins"]["two_excerpts"]["rows"] == 6
-    assert saved["split"] == "test"  # the default: verdicts read test
+    assert saved["split"] == (split or "test")  # the default: verdicts read test
     for key in ("y", "x"):
         assert -2 <= saved["joins"]["three_excerpts"][key]["contrast"] <= 2
     accuracy = saved["embedding"]["nearest_neighbour_accuracy"]
@@ -85,6 +92,15 @@ def test_textmix_command_end_to_end(tmp_path):
     assert set(saved["informed"]["mean_difference_to_uninformed"]) == {"informed", "frozen", "mismatched"}
     for name in ("textmix_joins.png", "textmix_embedding.png", "textmix_informed.png"):
         assert (out / name).stat().st_size > 0
+
+
+def test_textmix_refuses_a_split_that_is_not_held_out(tmp_path, capsys):
+    checkpoint = saved_tiny_model(tmp_path / "model")
+    with pytest.raises(SystemExit):
+        analysis_main(["textmix", "--checkpoint", str(checkpoint), "--output", str(tmp_path / "out"),
+                       "--split", "train"])  # fmt: skip
+    assert "argument --split: invalid choice: 'train'" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 def test_textmix_refuses_a_model_of_another_task(tmp_path):
@@ -121,17 +137,3 @@ def test_held_out_documents_keep_test_and_validation_apart():
     assert all(len(text) >= 96 for text in (test | validation).values())
     with pytest.raises(ValueError, match="split: 'train' is not one of test, validation"):
         textmix.held_out_documents(corpus, "train", 96)
-
-
-def test_textmix_command_reads_the_validation_split(tmp_path):
-    model, tokenizer = tiny_model()
-    model.save_pretrained(tmp_path / "model")
-    tokenizer.save_pretrained(tmp_path / "model")
-    out = tmp_path / "analysis"
-    analysis_main(["textmix", "--checkpoint", str(tmp_path / "model"), "--output", str(out), "--n-rows", "4",
-                   "--excerpts-per-document", "2", "--split", "validation"])  # fmt: skip
-    saved = json.loads((out / "textmix_analysis.json").read_text())
-    assert saved["split"] == "validation" and saved["joins"]["two_excerpts"]["rows"] == 4
-    with pytest.raises(SystemExit):
-        analysis_main(["textmix", "--checkpoint", str(tmp_path / "model"), "--output", str(tmp_path / "bad"),
-                       "--split", "train"])  # fmt: skip
