@@ -32,10 +32,10 @@ def analysis_split(analysis: dict) -> str:
 def analyse(model_dir: Path, out: Path, split: str) -> dict:
     """The textmix analysis of one checkpoint on `split`, run once (or read, when `out` holds one of that split)."""
     saved = out / "textmix_analysis.json"
-    if saved.exists() and analysis_split(json.loads(saved.read_text())) == split:
+    found = analysis_split(json.loads(saved.read_text())) if saved.exists() else "none"
+    if found == split:
         return json.loads(saved.read_text())
     if not (model_dir / "config.json").is_file():
-        found = analysis_split(json.loads(saved.read_text())) if saved.exists() else "none"
         raise SystemExit(f"{out}: no {split} analysis (found: {found}) and no checkpoint at {model_dir} to compute it")
     command = [sys.executable, "-m", "hf_icl.analysis", "textmix", "--checkpoint", str(model_dir),
                "--output", str(out), "--threads", "1", "--split", split]  # fmt: skip
@@ -43,7 +43,8 @@ def analyse(model_dir: Path, out: Path, split: str) -> dict:
     return json.loads(saved.read_text())
 
 
-def summary_lines(records: dict[str, dict], split: str) -> list[str]:
+def summary_lines(records: dict[str, dict]) -> list[str]:
+    split = "test"  # the verdicts' split; validation_lines has what a search selects on
     lines = ["# Slow/fast y-model on text mixtures (P3 §4.3), CPU scale", "",
              "Collected by `python experiments/p3_textmix_collect.py`; the analyses are "
              "`python -m hf_icl.analysis textmix` (one folder per split and run). CPU s = `train.cpu_time_s`. "
@@ -120,7 +121,7 @@ def main(argv: list[str] | None = None) -> None:
     for run in args.runs:
         records[run.name] = metrics = collect(run, args.dest)
         (args.dest / f"{run.name}_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
-    lines = summary_lines(records, "test") + validation_lines(records)
+    lines = summary_lines(records) + validation_lines(records)
     (args.dest / "summary.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -216,7 +216,7 @@ def three_excerpt_rows(documents: dict[str, str], length: int, count: int, rng) 
 
 
 def mixture_rows(
-    documents: dict[str, str], config: TextMixtureConfig, count: int, split: str = "test"
+    documents: dict[str, str], config: TextMixtureConfig, count: int, split: str
 ) -> tuple[list[str], list[list[int]]]:
     """The first `count` rows of the checkpoint's `split` (the builder's sampler and stream; no cache written)."""
     rows = sample_mixtures(documents, split_documents(documents, split), config, count, split_rng(config, split))
