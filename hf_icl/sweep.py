@@ -23,6 +23,10 @@ rates × N × seeds, ...). SPEC.yaml:
 into its key by key (`base`, `search.space`, ...), `null` removes a key and any other value replaces it, so a family of
 searches (one per architecture) shares one file of budget, space and decision rule.
 
+`grid` may also be a list of such mappings: the sweep is their points together (as scikit-learn's `ParameterGrid`
+takes a list of grids), so points need not share one seed list (`[{variant: {chosen: ...}, seed: [0, 1, 2]},
+{variant: {tried: ...}, seed: [0]}]`); every point's name must still be its own.
+
 The grid axis `variant` names bundles of keys set together (`variant: {gla+ngh: {architecture: gla, ngram_heads:
 "1:1,2,3"}, ...}`), for a list of points that is not a full product. `config` and `base` together are what one
 `train.py --config` run would read (`base` wins). A variant may name its own `config` file in place of the spec's
@@ -106,7 +110,7 @@ class SweepSpec:
     output_root: str
     config: str | None = None
     base: dict = field(default_factory=dict)
-    grid: dict = field(default_factory=dict)
+    grid: dict | list[dict] = field(default_factory=dict)  # one grid, or several whose points add up
     accelerate: list = field(default_factory=list)
     launcher: dict = field(default_factory=dict)
     search: dict | None = None  # a hyperparameter search instead of the grid (`training.search`)
@@ -179,21 +183,10 @@ def load_spec(path: str | Path) -> SweepSpec:
     spec = SweepSpec(**raw)
     if spec.config is not None:
         load_yaml_config(Path(spec.config))  # its errors name --config, the field and the value
-    for key in [*spec.base, *(key for key in spec.grid if key != VARIANT)]:
+    for key in spec.base:
         check_key(key)
-    for key, values in spec.grid.items():
-        if not isinstance(values, (list, dict)) or not values:
-            raise ValueError(f"grid.{key}={values!r} must be a non-empty list or a mapping of label: value")
-    for name, keys in (spec.grid.get(VARIANT) or {}).items() if isinstance(spec.grid.get(VARIANT), dict) else []:
-        if not isinstance(keys, dict):
-            raise ValueError(f"grid.{VARIANT}.{name}={keys!r} must be a mapping of run arguments (key: value)")
-        for key in keys:
-            if key == "config":  # a variant's own config file in place of the spec's
-                load_yaml_config(Path(keys[key]))
-                continue
-            check_key(key)
-    if VARIANT in spec.grid and not isinstance(spec.grid[VARIANT], dict):
-        raise ValueError(f"grid.{VARIANT} must be a mapping of label: {{key: value, ...}}")
+    for where, grid in grids(spec):
+        check_grid(grid, where)
     if spec.search is not None:
         from .training.search import parse_search
 
@@ -201,6 +194,34 @@ def load_spec(path: str | Path) -> SweepSpec:
             raise ValueError(f"{path}: grid and search exclude each other (a search asks for its own points)")
         parse_search(spec.search, check_key)
     return spec
+
+
+def grids(spec: SweepSpec) -> list[tuple[str, dict]]:
+    """`(where, grid)` for each of the spec's grids: `grid` itself, or each entry of a list of grids."""
+    if isinstance(spec.grid, dict):
+        return [("grid", spec.grid)] if spec.grid else []
+    if not spec.grid or not all(isinstance(grid, dict) and grid for grid in spec.grid):
+        raise ValueError(f"grid={spec.grid!r} must be a mapping of key: values, or a non-empty list of such mappings")
+    return [(f"grid[{i}]", grid) for i, grid in enumerate(spec.grid)]
+
+
+def check_grid(grid: dict, where: str) -> None:
+    """One grid's keys and values (`where` names it in the errors: `grid`, or `grid[i]` in a list of grids)."""
+    for key, values in grid.items():
+        if key != VARIANT:
+            check_key(key)
+        if not isinstance(values, (list, dict)) or not values:
+            raise ValueError(f"{where}.{key}={values!r} must be a non-empty list or a mapping of label: value")
+    if VARIANT in grid and not isinstance(grid[VARIANT], dict):
+        raise ValueError(f"{where}.{VARIANT} must be a mapping of label: {{key: value, ...}}")
+    for name, keys in (grid.get(VARIANT) or {}).items():
+        if not isinstance(keys, dict):
+            raise ValueError(f"{where}.{VARIANT}.{name}={keys!r} must be a mapping of run arguments (key: value)")
+        for key in keys:
+            if key == "config":  # a variant's own config file in place of the spec's
+                load_yaml_config(Path(keys[key]))
+                continue
+            check_key(key)
 
 
 def check_key(key: str) -> None:
@@ -245,29 +266,33 @@ def assign(values: dict, key: str, value) -> None:
 
 
 def expand(spec: SweepSpec) -> list[Point]:
-    """Every point of the grid, in the order of `grid`'s keys (the last key varies fastest)."""
-    axes = [
-        list(values.items()) if isinstance(values, dict) else [(label(v), v) for v in values]
-        for values in spec.grid.values()
-    ]
+    """Every point of the grid, in the order of `grid`'s keys (the last key varies fastest); for a list of grids,
+    each grid's points in turn."""
+    points = [point for _, grid in grids(spec) or [("grid", {})] for point in grid_points(spec, grid)]
+    if len({p.name for p in points}) != len(points):
+        raise ValueError("two grid points have the same name; give the values labels with a mapping (label: value)")
+    return points
+
+
+def grid_points(spec: SweepSpec, grid: dict) -> list[Point]:
+    """The points of one grid: `spec`'s config and base crossed with `grid`'s values."""
+    axes = [list(values.items()) if isinstance(values, dict) else [(label(v), v) for v in values]
+            for values in grid.values()]  # fmt: skip
     points = []
     for combination in itertools.product(*axes):
-        variant = next((value for key, (_, value) in zip(spec.grid, combination) if key == VARIANT), {})
+        variant = next((value for key, (_, value) in zip(grid, combination) if key == VARIANT), {})
         config = variant.get("config", spec.config)  # a variant may name its own config file
         arguments = load_yaml_config(Path(config)) if config else {}
         for key, value in spec.base.items():
             assign(arguments, key, copy.deepcopy(value))
-        for key, (_, value) in zip(spec.grid, combination):
+        for key, (_, value) in zip(grid, combination):
             if key == VARIANT:
                 value = {k: v for k, v in value.items() if k != "config"}
             assign(arguments, key, copy.deepcopy(value))
-        pairs = [(key.split(".")[-1], label(tag)) for key, (tag, _) in zip(spec.grid, combination)]
+        pairs = [(key.split(".")[-1], label(tag)) for key, (tag, _) in zip(grid, combination)]
         name = ",".join(f"{key}={value}" for key, value in pairs) or "run"
-        labels = dict(pairs)
         arguments["output_dir"] = str(Path(spec.output_root) / name)
-        points.append(Point(name, arguments, labels=labels))
-    if len({p.name for p in points}) != len(points):
-        raise ValueError("two grid points have the same name; give the values labels with a mapping (label: value)")
+        points.append(Point(name, arguments, labels=dict(pairs)))
     return points
 
 

@@ -86,6 +86,26 @@ def test_variants_set_several_keys_at_once(tmp_path):
             load_spec(write_spec(tmp_path, bad))
 
 
+def test_a_list_of_grids_trains_their_points_together(tmp_path):
+    search = {"variant": {"a": {"lr": 1e-3}, "b": {"lr": 3e-3}}, "seed": [0]}
+    chosen = {"variant": {"a": {"lr": 1e-3}}, "seed": [1, 2]}
+    spec = load_spec(write_spec(tmp_path, [search, chosen]))
+    points = expand(spec)
+    assert [p.name for p in points] == ["variant=a,seed=0", "variant=b,seed=0", "variant=a,seed=1", "variant=a,seed=2"]
+    assert [p.arguments["lr"] for p in points] == [1e-3, 3e-3, 1e-3, 1e-3]
+    assert [p.arguments["seed"] for p in points] == [0, 0, 1, 2]
+    assert [p.name for p in sweep.select_points(points, ["variant=a"])] == [p.name for p in points if "=a," in p.name]
+    with pytest.raises(ValueError, match="two grid points have the same name"):
+        expand(load_spec(write_spec(tmp_path, [search, search])))
+    for bad, message in [([], r"grid=\[\] must be a mapping of key: values, or a non-empty list"),
+                         ([search, {}], r"must be a mapping of key: values, or a non-empty list of such mappings"),
+                         ([search, {"seed": []}], r"grid\[1\].seed=\[\] must be a non-empty list"),
+                         ([{"variant": {"x": "gla"}}], r"grid\[0\].variant.x='gla' must be a mapping"),
+                         ([{"architecure": ["gla"]}], "key 'architecure' is not one of")]:  # fmt: skip
+        with pytest.raises(ValueError, match=message):
+            load_spec(write_spec(tmp_path, bad))
+
+
 def test_config_file_sits_under_base(tmp_path):
     config = tmp_path / "recipe.yaml"
     config.write_text(yaml.safe_dump({**{k: v for k, v in TINY.items() if "." not in k}, "lr": 5e-3, "max_steps": 9,
