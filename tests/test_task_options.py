@@ -52,7 +52,7 @@ def test_bad_values_and_unknown_options_name_the_flag():
         parsed(["--task", "regbench", "--task-option", "train_on_delimiter=maybe"])
     with pytest.raises(ValueError, match=r"argument --task-option: 'train_on_delimiter' is not one of: .*n_per_length"):
         parsed(["--task", "copy", "--task-option", "train_on_delimiter=false"])
-    with pytest.raises(ValueError, match="task 'copy' has no option 'train_on_delimiter'; its options: none"):
+    with pytest.raises(ValueError, match="task 'copy' has no option 'train_on_delimiter'; its options: online"):
         TaskRequest("copy").option("train_on_delimiter")
     check_task_request(TaskRequest("regbench", 8, options={"train_on_delimiter": True, "n_test": 2}))
 
@@ -90,4 +90,5 @@ def test_resume_compares_the_resolved_option_however_a_run_recorded_it():
     masked = {"task": "regbench", "task_options": {}, "train_on_delimiter": False}
     assert resume_differences(masked, {"task": "regbench", "task_options": {}}) != []
     assert run_task_options("regbench", {"n_test": 5}, masked) == {"n_test": 5, "train_on_delimiter": False}
-    assert run_task_options("copy", {"n_test": 5}) == {"n_test": 5}
+    assert run_task_options("copy", {"n_test": 5}) == {"n_test": 5, "online": False}
+    assert run_task_options("phonebook", {"n_test": 5}) == {"n_test": 5}  # a task without family options

@@ -45,6 +45,9 @@ class TaskOption:
         legacy_flag: the flag of the top-level run argument this option was before it became a task option (e.g.
             ``--train-on-delimiter``): that flag and the config key ``name`` still set it, with a ``FutureWarning``,
             until the release after next (:mod:`hf_icl.training.legacy`); ``None`` for an option that never was one.
+        samples_online: a ``bool`` option that, set true, makes the family draw the training data online (fresh
+            rows every step, so ``--curriculum`` applies) instead of from the builder's fixed training split.
+        tasks: the tasks of the family that have the option (``None``: all of them); another task refuses it.
     """
 
     name: str
@@ -53,6 +56,8 @@ class TaskOption:
     doc: str
     check: Callable[[Any], None] | None = None
     legacy_flag: str | None = None
+    samples_online: bool = False
+    tasks: tuple[str, ...] | None = None
 
     def validate(self, value) -> Any:
         """`value` if it is allowed; raises ``ValueError`` naming the option, the value and what is allowed."""
@@ -125,7 +130,7 @@ class TaskRequest:
         Raises:
             ValueError: the family declares no such option, or the value is not allowed.
         """
-        declared = {option.name: option for option in family_of(self.task).training_options}
+        declared = {option.name: option for option in family_of(self.task).options_for(self.task)}
         if name not in declared:
             raise ValueError(f"task {self.task!r} has no option {name!r}; its options: {', '.join(declared) or 'none'}")
         for source in (self.options, self.training):
@@ -133,9 +138,16 @@ class TaskRequest:
                 return declared[name].validate(source[name])
         return declared[name].default
 
+    def samples_online(self) -> bool:
+        """Whether training draws fresh data every step: the task has no builder, or an option of its family that
+        :attr:`TaskOption.samples_online` is set true."""
+        if task_entry(self.task).builder is None:
+            return True
+        return any(o.samples_online and self.option(o.name) for o in family_of(self.task).options_for(self.task))
+
     def training_option_values(self) -> dict:
         """Every :class:`TaskOption` of the task's family with its value for this request."""
-        return {option.name: self.option(option.name) for option in family_of(self.task).training_options}
+        return {option.name: self.option(option.name) for option in family_of(self.task).options_for(self.task)}
 
 
 @dataclasses.dataclass
@@ -245,6 +257,10 @@ class TaskFamily:
     entry_fields: tuple[str, ...] = ()
     export: Any = None
     metrics: Mapping[str, Callable] = dataclasses.field(default_factory=dict)
+
+    def options_for(self, task: str) -> tuple[TaskOption, ...]:
+        """The :attr:`training_options` that `task` has (:attr:`TaskOption.tasks`)."""
+        return tuple(option for option in self.training_options if option.tasks is None or task in option.tasks)
 
     def __post_init__(self):
         if self.head not in HEADS:

@@ -30,6 +30,12 @@ def pad_collate(pad_id: int) -> Callable:
     return collate
 
 
+def token_fields(tokenizer) -> dict:
+    """The model config fields a token task's tokenizer fixes."""
+    ids = {"pad_token_id": tokenizer.pad_token_id, "eos_token_id": tokenizer.eos_token_id}
+    return {"vocab_size": len(tokenizer), **ids}
+
+
 def causal_lm_data(splits, tokenizer, encode: Callable, description: dict, config=None) -> TaskData:
     """Tokenize the training split with `encode` (batched `datasets.map`) into `input_ids`/`labels`.
 
@@ -41,15 +47,10 @@ def causal_lm_data(splits, tokenizer, encode: Callable, description: dict, confi
         config: the builder config behind `splits`.
     """
     train = splits["train"].map(encode, batched=True, remove_columns=splits["train"].column_names)
-    fields = {
-        "vocab_size": len(tokenizer),
-        "pad_token_id": tokenizer.pad_token_id,
-        "eos_token_id": tokenizer.eos_token_id,
-    }
     return TaskData(
         train=train,
         collate=pad_collate(tokenizer.pad_token_id),
-        model_fields=fields,
+        model_fields=token_fields(tokenizer),
         tokenizer=tokenizer,
         splits=splits,
         config=config,

@@ -26,7 +26,7 @@ def task_option_fields(name: str) -> tuple[str, ...]:
     Args:
         name: task name, one of :func:`~hf_icl.tasks.family.list_tasks`.
     """
-    return task_entry(name).option_fields + tuple(option.name for option in family_of(name).training_options)
+    return task_entry(name).option_fields + tuple(option.name for option in family_of(name).options_for(name))
 
 
 def load_task(name: str, cache_dir: str | None = None, config_name: str | None = None, **overrides):

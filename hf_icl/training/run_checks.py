@@ -16,11 +16,17 @@ from .schedules import LIBRARY_SCHEDULES, OWN_SCHEDULES
 
 def check_given(args: RunArguments, given: dict) -> None:
     """Checks that need to know which values were given: `--epochs` on a task sampled online."""
-    if "epochs" in given and task_entry(args.task).builder is None:
+    with naming("--task-option"):  # the option that switches a task to online sampling is checked here first
+        online = run_task_request(args).samples_online()
+    if "epochs" in given and online:
         raise ValueError(
-            f"argument --epochs: task={args.task!r} is sampled online and has no epochs; set its length with "
-            "--max-steps"
+            f"argument --epochs: task={args.task!r} is sampled online in this run and has no epochs; set its length "
+            "with --max-steps"
         )
+
+
+def run_task_request(args: RunArguments) -> TaskRequest:
+    return TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options))
 
 
 def validate(args: RunArguments) -> None:
@@ -60,18 +66,8 @@ def validate(args: RunArguments) -> None:
         raise ValueError("argument --allow-changed-settings: it applies to --resume only")
     for name, weight in args.aux_loss_weights.items():
         NON_NEGATIVE_NUMBER.check(f"aux_loss_weights[{name!r}]", weight, "--aux-loss-weight")
-    entry = task_entry(args.task)
-    if entry.builder is None and not args.max_steps:
-        raise ValueError(f"argument --max-steps: task={args.task!r} is sampled online (no epochs): pass --max-steps")
     with naming("--curriculum"):
-        for curriculum in args.curricula():
-            if entry.builder is not None:
-                raise ValueError(f"curricula change an online sampler's parameters; task {args.task!r} is a dataset")
-            if curriculum.field not in entry.option_fields:
-                raise ValueError(
-                    f"field {curriculum.field!r} is not one of the options of task {args.task!r}: "
-                    f"{', '.join(entry.option_fields)}"
-                )
+        args.curricula()  # each parses
     if args.augment and family_of(args.task).augmentation is None:
         with_symmetries = [t for t in list_tasks() if family_of(t).augmentation is not None]
         raise ValueError(
@@ -98,4 +94,28 @@ def validate(args: RunArguments) -> None:
         unread = unread_override(config, args.overrides, args.architecture)
         if unread:
             raise ValueError(f"{unread} (to set it only where an architecture reads it: --shared-override)")
-    check_task_options(TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options)))
+    request = run_task_request(args)
+    check_task_options(request)
+    check_online(args, request)
+
+
+def check_online(args: RunArguments, request: TaskRequest) -> None:
+    """`--max-steps` and `--curriculum` against whether this run samples its task online (after the task options,
+    which can switch a dataset task to online sampling)."""
+    entry, online = task_entry(args.task), request.samples_online()
+    if online and not args.max_steps:
+        raise ValueError(f"argument --max-steps: task={args.task!r} is sampled online (no epochs): pass --max-steps")
+    with naming("--curriculum"):
+        for curriculum in args.curricula():
+            if not online:
+                switches = [o.name for o in family_of(args.task).options_for(args.task) if o.samples_online]
+                how = f" unless --task-option {switches[0]}=true" if switches else ""
+                raise ValueError(
+                    f"curricula change an online sampler's parameters; task {args.task!r} trains on a fixed "
+                    f"dataset{how}"
+                )
+            if curriculum.field not in entry.option_fields:
+                raise ValueError(
+                    f"field {curriculum.field!r} is not one of the options of task {args.task!r}: "
+                    f"{', '.join(entry.option_fields)}"
+                )

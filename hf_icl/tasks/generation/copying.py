@@ -165,6 +165,11 @@ def _lookup(config: CopyingConfig, rng: np.random.Generator, length: int):
     )
 
 
+def train_row(config: CopyingConfig, rng: np.random.Generator) -> dict:
+    """One packed training context drawn from `rng` (the training split's rows, and online training's)."""
+    return pack(_examples(config, rng), config.context_len)
+
+
 def iter_rows(config: CopyingConfig, split: str) -> Iterator[dict]:
     """The rows of one split (see the module docstring for streams and layout).
 
@@ -174,7 +179,7 @@ def iter_rows(config: CopyingConfig, split: str) -> Iterator[dict]:
     """
     stream = split_stream(config.seed, split, config.task)
     if split == "train":
-        examples = _examples(config, np.random.default_rng(stream))
+        examples = _examples(config, np.random.default_rng(stream))  # one stream across the contexts
         for _ in range(config.n_train):
             yield pack(examples, config.context_len)
     elif split == "validation":
@@ -248,6 +253,7 @@ def _spec(task: str) -> GenerationTask:
         train_max_group=lambda config: None if dup else config.train_max_length,
         description="packed contexts; loss on each complete example's answer and EOS only (P4 App. A.2)",
         extra_baselines=copier_baselines if task in ("copy", "copy_dup_ngram") else (lambda config: {}),
+        train_row=train_row,
     )
 
 

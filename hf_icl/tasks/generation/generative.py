@@ -56,6 +56,9 @@ class GenerationTask:
         extra_baselines: builder config -> ``{name: algorithm}`` scored beside the model in addition to the lookup
             oracle (e.g. the n-gram copiers of copy tasks); each algorithm has ``generate(prompts, budget)``.
         eos: the task's answers end with :data:`EOS` (what the lookup oracle appends).
+        train_row: ``(builder config, numpy generator) -> one training row`` drawn as the builder draws its training
+            split, for ``--task-option online=true`` (:mod:`.online_rows`); ``None`` for a task that trains on its
+            fixed split only.
     """
 
     tokenizer: Callable
@@ -66,6 +69,7 @@ class GenerationTask:
     description: str
     extra_baselines: Callable[[object], dict] = lambda config: {}
     eos: bool = True
+    train_row: Callable | None = None
 
 
 def span_features(extra: tuple[str, ...] = ()) -> datasets.Features:
