@@ -106,6 +106,8 @@ def test_online_copy_trains_with_a_curriculum_and_records_it(tmp_path):
          "task 'copy' trains on a fixed dataset unless --task-option online=true"),
         (["--task", "phonebook", "--task-option", "online=true"], "argument --task-option: 'online' is not one of"),
         (["--task", "copy", "--task-option", "online=maybe"], "online='maybe' is not allowed: expected a bool"),
+        (["--task", "copy", "--task-option", "online=true", "--n-train", "100"],
+         "argument --n-train: n_train=100 sizes the fixed training split of task 'copy'"),
         (["--task", "copy", "--task-option", "online=true", "--task-option", "train_max_length=12",
           "--curriculum", "train_max_length=4:20:4:5"], "ends at 20, but the task's train_max_length is 12"),
     ],

@@ -40,7 +40,9 @@ def task_tokenizer(request: TaskRequest):
 
 
 def prepare_data(request: TaskRequest):
-    builder = task_builder(request.task, **request.builder_overrides())
+    online = request.option("online")
+    fixed_split = {"n_train": 1} if online else {}  # online rows replace the training split: build one row of it
+    builder = task_builder(request.task, **request.builder_overrides() | fixed_split)
     builder.download_and_prepare()
     splits, spec = builder.as_dataset(), TASKS[request.task].spec
     tokenizer = spec.tokenizer(builder.config)
@@ -55,7 +57,7 @@ def prepare_data(request: TaskRequest):
         return {"input_ids": ids, "labels": labels}
 
     description = {"n_train": len(splits["train"]), "format": spec.description, "task_config": builder.config.name}
-    if not request.option("online"):
+    if not online:
         return causal_lm_data(splits, tokenizer, encode, description, builder.config)
     def encode_row(row: dict) -> tuple[list, list]:
         encoded = encode({key: [value] for key, value in row.items()})
