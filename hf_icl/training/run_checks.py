@@ -107,8 +107,8 @@ def check_online(args: RunArguments, request: TaskRequest) -> None:
         raise ValueError(f"argument --max-steps: task={args.task!r} is sampled online (no epochs): pass --max-steps")
     if online and entry.builder is not None and args.n_train is not None:  # switched online by a task option
         raise ValueError(
-            f"argument --n-train: n_train={args.n_train} sizes the fixed training split of task {args.task!r}, which this "
-            "run replaces with rows drawn online; leave it out"
+            f"argument --n-train: n_train={args.n_train} sizes the fixed training split of task {args.task!r}, "
+            "which this run replaces with rows drawn online; leave it out"
         )
     with naming("--curriculum"):
         for curriculum in args.curricula():
