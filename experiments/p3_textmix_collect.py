@@ -1,4 +1,4 @@
-"""`python experiments/p3_textmix_collect.py RUN [RUN ...] --dest DIR`.
+"""`python experiments/p3_textmix_collect.py RUN|ROOT [...] --dest DIR`.
 
 Collect slow/fast y-model runs on text mixtures (P3 §4.3, App. E; issue 27): for each run folder (its name, e.g.
 `ymodel-seed0`, names the record) run `python -m hf_icl.analysis textmix` on `RUN/model` once per held-out split, into
@@ -111,14 +111,32 @@ def collect(run: Path, dest: Path) -> dict:
     return metrics
 
 
+def run_folders(paths: list[Path]) -> list[Path]:
+    """Each path that is a run folder (it holds metrics.json), else the run folders inside it (a sweep's
+    output_root), in name order; a path that is neither is an error naming it."""
+    runs = []
+    for path in paths:
+        inside = sorted(p for p in path.iterdir() if (p / "metrics.json").is_file()) if path.is_dir() else []
+        if (path / "metrics.json").is_file():
+            runs.append(path)
+        elif inside:
+            runs += inside
+        else:
+            raise SystemExit(f"argument runs: {str(path)!r} is neither a run folder (metrics.json) nor a folder of "
+                             "them")
+    return runs
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("runs", nargs="+", type=Path, help="run folders (with model/ and metrics.json)")
+    parser.add_argument("runs", nargs="+", type=Path,
+                        help="run folders (with model/ and metrics.json), or folders of them (a sweep's output_root)")
     parser.add_argument("--dest", required=True, type=Path)
     args = parser.parse_args(argv)
+    runs = run_folders(args.runs)
     args.dest.mkdir(parents=True, exist_ok=True)
     records = {}
-    for run in args.runs:
+    for run in runs:
         records[run.name] = metrics = collect(run, args.dest)
         (args.dest / f"{run.name}_metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     lines = summary_lines(records) + validation_lines(records)

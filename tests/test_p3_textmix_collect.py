@@ -45,3 +45,18 @@ def test_an_analysis_of_both_splits_is_not_reused(collect_script, tmp_path):
     shutil.rmtree(run / "model")
     with pytest.raises(SystemExit, match="no test analysis \\(found: test ∪ validation\\) and no checkpoint"):
         collect_script.main([str(run), "--dest", str(dest)])
+
+
+def test_a_sweep_root_stands_for_its_run_folders_and_anything_else_is_refused(collect_script, tmp_path):
+    root = tmp_path / "sweep"
+    for name in ("variant=b,seed=0", "variant=a,seed=0"):
+        (root / name).mkdir(parents=True)
+        (root / name / "metrics.json").write_text("{}")
+    (root / "variant=a,seed=0.log").write_text("")  # what a sweep writes beside each point
+    (root / "unfinished").mkdir()
+    run = root / "variant=b,seed=0"
+    assert collect_script.run_folders([root]) == [root / "variant=a,seed=0", run]
+    assert collect_script.run_folders([run]) == [run]
+    for bad in (root / "unfinished", root / "variant=a,seed=0.log", tmp_path / "missing"):
+        with pytest.raises(SystemExit, match="is neither a run folder"):
+            collect_script.run_folders([bad])
