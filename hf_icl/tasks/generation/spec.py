@@ -40,7 +40,7 @@ def task_tokenizer(request: TaskRequest):
 
 
 def prepare_data(request: TaskRequest):
-    online = request.option("online")
+    online = request.samples_online()  # False for the tasks that have no `online` option
     fixed_split = {"n_train": 1} if online else {}  # online rows replace the training split: build one row of it
     builder = task_builder(request.task, **request.builder_overrides() | fixed_split)
     builder.download_and_prepare()
