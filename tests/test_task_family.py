@@ -14,7 +14,16 @@ import torch
 from safetensors.torch import load_file
 
 import hf_icl.evaluate
-from hf_icl.tasks import EvalRequest, TaskData, TaskEntry, TaskFamily, family_of, list_tasks, register_family
+from hf_icl.tasks import (
+    EvalRequest,
+    TaskData,
+    TaskEntry,
+    TaskFamily,
+    family_of,
+    list_tasks,
+    register_family,
+    unregister_family,
+)
 from hf_icl.tasks.objectives import mean_squared_error
 from hf_icl.tasks.online import OnlineBatches, OnlineSampler, StepCurriculum
 from hf_icl.training import main
@@ -63,7 +72,15 @@ def register():
         register_family(TOY_FAMILY)
 
 
-register()
+@pytest.fixture(autouse=True, scope="module")
+def toy_family_registered():
+    """Registered for this module's tests only: a family left registered at import would join the task list that
+    other modules parametrize over at collection (a test-order leak in a shared worker)."""
+    register()
+    yield
+    unregister_family(TOY_FAMILY.name)
+
+
 TINY = ["--task", TOY, "--preset", "tiny", "--report-to", "none", "--threads", "1", "--log-every", "1"]
 
 
@@ -116,7 +133,7 @@ def test_online_batches_depend_on_seed_rank_and_step_only():
 
 def run_in_subprocess(argv, env=None):
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); import test_task_family; "
+        f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); import test_task_family; test_task_family.register(); "
         f"from hf_icl.training import main; main({argv!r})"
     )
     return subprocess.run(
