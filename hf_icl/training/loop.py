@@ -24,7 +24,7 @@ from ..block_features.feature_registry import features_label
 from ..evaluation.split_probe import probe_evaluation_splits
 from ..evaluation.tables import markdown_table
 from ..modeling.states import state_size_report
-from ..tasks import EvalRequest, TaskData, TaskFamily, TaskRequest, family_of
+from ..tasks import EvalRequest, TaskData, TaskFamily, family_of
 from ..utils.validation import check_output_folder, naming, one_line
 from .arguments import RunArguments, feature_flags
 from .checkpoints import (
@@ -155,16 +155,10 @@ def claim_run_folder(run: Run) -> None:
     run.accelerator.wait_for_everyone()
 
 
-def task_request(args: RunArguments) -> TaskRequest:
-    """The run's task request: `--task-option` values (generator overrides and the family's task options), and the
-    run options a family may read (`augment`)."""
-    return TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options), {"augment": args.augment})
-
-
 def prepare_data(run: Run) -> TaskData:
     """The family's data, prepared once (main process first, so the others read the `datasets` cache)."""
     with run.accelerator.main_process_first():
-        return run.family.prepare_data(task_request(run.args))
+        return run.family.prepare_data(run.args.task_request())
 
 
 class RunSetupError(ValueError):
@@ -643,12 +637,13 @@ def finish_export(run: Run, model, metrics: dict) -> None:
     from ..hub import push_folder, render_model_card
 
     args, data, family = run.args, run.data, run.family
+    request = args.task_request()
     model.config.hf_icl_run = {
         "task": args.task,
         "n_train": data.description.get("n_train"),
         "task_seed": args.task_seed,
         "task_options": args.task_options,
-        "training": {**task_request(args).training, **task_request(args).training_option_values()},
+        "training": {**request.training, **request.training_option_values()},
     }
 
     def write_checkpoint(folder: Path):

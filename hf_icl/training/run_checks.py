@@ -17,16 +17,12 @@ from .schedules import LIBRARY_SCHEDULES, OWN_SCHEDULES
 def check_given(args: RunArguments, given: dict) -> None:
     """Checks that need to know which values were given: `--epochs` on a task sampled online."""
     with naming("--task-option"):  # the option that switches a task to online sampling is checked here first
-        online = run_task_request(args).samples_online()
+        online = args.task_request().samples_online()
     if "epochs" in given and online:
         raise ValueError(
             f"argument --epochs: task={args.task!r} is sampled online in this run and has no epochs; set its length "
             "with --max-steps"
         )
-
-
-def run_task_request(args: RunArguments) -> TaskRequest:
-    return TaskRequest(args.task, args.n_train, args.task_seed, dict(args.task_options))
 
 
 def validate(args: RunArguments) -> None:
@@ -94,7 +90,7 @@ def validate(args: RunArguments) -> None:
         unread = unread_override(config, args.overrides, args.architecture)
         if unread:
             raise ValueError(f"{unread} (to set it only where an architecture reads it: --shared-override)")
-    request = run_task_request(args)
+    request = args.task_request()
     check_task_options(request)
     check_online(args, request)
 

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..block_features.feature_registry import features_label
-from ..tasks import family_of
+from ..tasks import TaskRequest, family_of
 from ..tasks.online import StepCurriculum
 from ..utils.validation import (
     FRACTION,
@@ -104,6 +104,11 @@ class RunArguments:
 
     def curricula(self) -> list[StepCurriculum]:
         return [StepCurriculum.parse(text) for text in self.curriculum]
+
+    def task_request(self) -> TaskRequest:
+        """The run's task request: `--task-option` values (generator overrides and the family's task options), and
+        the run options a family may read (`augment`)."""
+        return TaskRequest(self.task, self.n_train, self.task_seed, dict(self.task_options), {"augment": self.augment})
 
 
 RUN_LIMITS: dict[str, Limit] = {
