@@ -133,8 +133,8 @@ def test_online_batches_depend_on_seed_rank_and_step_only():
 
 def run_in_subprocess(argv, env=None):
     code = (
-        f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); import test_task_family; test_task_family.register(); "
-        f"from hf_icl.training import main; main({argv!r})"
+        f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); import test_task_family; "
+        f"test_task_family.register(); from hf_icl.training import main; main({argv!r})"
     )
     return subprocess.run(
         [sys.executable, "-c", code],
