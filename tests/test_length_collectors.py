@@ -16,6 +16,7 @@ def collectors():
         yield load_script("experiments/copy_collect.py"), load_script("experiments/p2_collect.py")
     finally:
         sys.path.remove(str(ROOT / "experiments"))
+        sys.modules.pop("copy_collect", None)  # imported by name through the path: leave no module behind
 
 
 def test_run_names_drop_task_and_variant_and_settings_drop_the_seed(collectors):
