@@ -2,11 +2,11 @@
 [--lengths 20,30,40,80]`.
 
 Collect generation-task runs (copy, lookups) into DIR: each run's metrics.json as `<name>_metrics.json`
-(the training-loss history kept), a `summary.md` table (string accuracy by greedy generation per test length, the
-in-range validation accuracy, the training CPU seconds read from `train.cpu_time_s`, parameters, final loss) and,
-with --plot, string accuracy against length for every run (mean over runs that differ only by a `seedN`
-part, one thin line per seed). A run name is its folder name, `task=` and `variant=` stripped and `,` as `-`
-(`seed=1,variant=rope` -> `seed1-rope`).
+(the training-loss history kept), a `summary.md` table of every run in DIR, collected now or before (string
+accuracy by greedy generation per test length, the in-range validation accuracy, the training CPU seconds read from
+`train.cpu_time_s`, parameters, final loss) and, with --plot, string accuracy against length for every run (mean
+over runs that differ only by a `seedN` part, one thin line per seed). A run name is its folder name, `task=` and
+`variant=` stripped and `,` as `-` (`seed=1,variant=rope` -> `seed1-rope`).
 """
 
 from __future__ import annotations
@@ -77,12 +77,20 @@ def collect(paths: list[Path], output: Path, prefix: str = "") -> list[tuple[str
     return loaded
 
 
+def collected(output: Path) -> list[tuple[str, dict]]:
+    """`(name, metrics)` for every run collected into `output` so far, by this call or an earlier one, so that a
+    folder's summary lists the whole experiment even when its runs were trained, and collected, in parts."""
+    files = sorted(output.glob("*_metrics.json"))
+    return [(f.name.removesuffix("_metrics.json"), json.loads(f.read_text())) for f in files]
+
+
 def main() -> None:
     parser = collector_parser(__doc__)
     parser.add_argument("--lengths", help="comma-separated test lengths for the table (default: all)")
     parser.add_argument("--baselines", default="3-gram copier,4-gram copier,lookup oracle")
     args = parser.parse_args()
-    loaded = collect(args.runs, args.output)
+    collect(args.runs, args.output)
+    loaded = collected(args.output)
     first = loaded[0][1]["test"]
     group = first["group_by"]
     lengths = args.lengths.split(",") if args.lengths else sorted(first[f"per_{group}"], key=int)

@@ -1,10 +1,11 @@
 """`python experiments/p2_collect.py RUN_DIR|ROOT... --output DIR [--plot NAME.png]`.
 
 Collect regular-language runs (P2 Table 1 tasks: accuracy at the query position per test length) into DIR: each
-run's metrics.json as `<name>_metrics.json`, a `summary.md` table (in-range accuracy, test accuracy over all test
-lengths, and the accuracy in length bands of 1-2x, 2-4x, 4-8x and beyond 8x the longest training string, CPU
-seconds from `train.cpu_time_s`) and, with --plot, accuracy against length per task (mean over the seeds of a
-setting, one thin line per seed; lengths binned in eights of the range to read through the 32-string noise).
+run's metrics.json as `<name>_metrics.json`, a `summary.md` table of every run in DIR, collected now or before
+(in-range accuracy, test accuracy over all test lengths, and the accuracy in length bands of 1-2x, 2-4x, 4-8x and
+beyond 8x the longest training string, CPU seconds from `train.cpu_time_s`) and, with --plot, accuracy against
+length per task (mean over the seeds of a setting, one thin line per seed; lengths binned in eights of the range to
+read through the 32-string noise).
 A run name is copy_collect's (`parity_check-regular_gpt-seed0`); runs that differ only in the seed are one setting.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
-from copy_collect import collect, collector_parser, family
+from copy_collect import collect, collected, collector_parser, family
 
 BANDS = ((1, 2), (2, 4), (4, 8), (8, None))  # multiples of the longest training string
 
@@ -75,7 +76,8 @@ def plot(loaded: list[tuple[str, dict]], path: Path, title: str) -> None:
 def main() -> None:
     parser = collector_parser(__doc__)
     args = parser.parse_args()
-    loaded = collect(args.runs, args.output)
+    collect(args.runs, args.output)
+    loaded = collected(args.output)
     band_names = " | ".join(f"{lo}-{hi}x" if hi else f">{lo}x" for lo, hi in BANDS)
     lines = [
         "Accuracy at the query position. `in range` = validation split (training lengths); `test` = every test "

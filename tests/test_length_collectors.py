@@ -66,3 +66,16 @@ def test_the_summary_gives_each_setting_its_mean_and_sample_sd_over_seeds(collec
     assert sorted(p.name for p in (tmp_path / "out").glob("*_metrics.json")) == [
         f"rope-seed{s}_metrics.json" for s in range(3)
     ]
+
+
+def test_a_folder_collected_in_parts_keeps_every_run_in_its_summary(collectors, tmp_path, monkeypatch):
+    _, p2_collect = collectors
+    first, second, out = tmp_path / "first", tmp_path / "second", tmp_path / "out"
+    fake_p2_run(first / "variant=rope,seed=0", 0.9, 0.2)
+    fake_p2_run(second / "variant=lstm,seed=0", 1.0, 0.4)
+    for root in (first, second):  # two sweeps trained apart, collected into one experiment folder
+        monkeypatch.setattr(sys, "argv", ["p2_collect.py", str(root), "--output", str(out)])
+        p2_collect.main()
+    summary = (out / "summary.md").read_text()
+    assert "| rope-seed0 | transformer |" in summary  # the first part's row survives the second collection
+    assert "| lstm-seed0 | transformer |" in summary
