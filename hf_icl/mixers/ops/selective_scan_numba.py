@@ -57,11 +57,10 @@ def _step(delta_t, x_t, A_log2, B_t, previous, decay, state):
     """One step of one batch row, keeping its decays: decay = 2^(Δ_t A log2 e), state = decay ⊙ previous +
     B_t (Δ_t x_t)ᵀ. delta_t, x_t: (D,); B_t: (N,); A_log2, previous, decay, state: (N, D)."""
     for n in range(A_log2.shape[0]):
-        b, A_n, previous_n, decay_n, state_n = B_t[n], A_log2[n], previous[n], decay[n], state[n]  # (D,) rows
+        b = B_t[n]
         for d in range(A_log2.shape[1]):
-            factor = scan_exp2(delta_t[d] * A_n[d])  # from a register: LLVM reloaded decay[n, d] (unknown aliasing)
-            decay_n[d] = factor
-            state_n[d] = factor * previous_n[d] + delta_t[d] * x_t[d] * b
+            decay[n, d] = scan_exp2(delta_t[d] * A_log2[n, d])
+            state[n, d] = decay[n, d] * previous[n, d] + delta_t[d] * x_t[d] * b
 
 
 @njit(cache=True, fastmath=FASTMATH, error_model="numpy", nogil=True)
