@@ -1,12 +1,15 @@
 """Training steps per second of every architecture's in-context regression model against the Transformer's (issue #12).
 
 Run: `OMP_NUM_THREADS=1 python benchmarks/regression_training_step.py [--preset tiny --task linear_regression
---points 41 --dims 20 --batch 64]`. A step is `model(xs=, ys=)` (the interleaved 2N-token prompt), backward and an
-Adam update, on one batch of the task's prompts; each architecture and the Transformer are timed in the same
-process, interleaved in rounds (warm-up, then the median of repeats in process CPU time). The steps/s columns are each
-side's median over rounds; `ratio` = ours / reference steps per second, the median of the per-round ratios (each
-round's two sides timed back to back, so the drift of a shared machine cancels), so below 1 is slower than the
-Transformer.
+--points 41 --dims 20 --batch 64]`. P5's CPU runs (`experiments/configs/p5_table1_cpu.yaml`: Transformer 4 blocks,
+Mamba 6, MambaFormer 8) are `--dims 5 --points 26 --batch 128 --layers transformer=4 mamba=6 mambaformer=8`, with
+`--task cot_io --task-option hidden_size=4` for chain-of-thought I/O (3 tokens a point: x, the steps s, y).
+
+A step is `model(xs=, ys=)` (the interleaved prompt), backward and an Adam update, on one batch of the task's
+prompts; each architecture and the Transformer are timed in the same process, interleaved in rounds (warm-up, then the
+median of repeats in process CPU time). The steps/s columns are each side's median over rounds; `ratio` = ours /
+reference steps per second, the median of the per-round ratios (each round's two sides timed back to back, so the
+drift of a shared machine cancels), so below 1 is slower than the Transformer.
 """
 
 from __future__ import annotations
@@ -31,8 +34,11 @@ def training_step(model, optimizer, batch):
     return step
 
 
-def build(arch: str, preset: str, task: str, dims: int):
-    config = hf_icl.config_for(arch, preset, input_dim=dims, output_dim=output_dim(task, dims))
+def build(arch: str, preset: str, task: str, dims: int, layers: dict[str, int], cot_dim: int | None = None):
+    overrides = {"num_hidden_layers": layers[arch]} if arch in layers else {}
+    if cot_dim is not None:  # chain-of-thought tasks feed their intermediate steps `ss`
+        overrides["cot_dim"] = cot_dim
+    config = hf_icl.config_for(arch, preset, input_dim=dims, output_dim=output_dim(task, dims), **overrides)
     torch.manual_seed(0)
     model = hf_icl.AutoModelForInContextRegression.from_config(config).train()
     return model, torch.optim.Adam(model.parameters(), lr=1e-4)
@@ -48,24 +54,30 @@ def main(argv=None) -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the median per-round ratio counts")
     parser.add_argument("--architectures", nargs="*", default=hf_icl.list_architectures())
+    parser.add_argument("--layers", nargs="*", default=[], metavar="ARCH=N", help="blocks (else the preset's)")
+    parser.add_argument("--task-option", nargs="*", default=[], metavar="FIELD=VALUE", help="integer task options")
     add_output_argument(parser)
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    batch = model_inputs(sample(args.task, args.batch, args.points, args.dims, seed=0))
-    reference = build("transformer", args.preset, args.task, args.dims)
+    layers = {arch: int(n) for arch, n in (item.split("=", 1) for item in args.layers)}
+    options = {field: int(value) for field, value in (item.split("=", 1) for item in args.task_option)}
+    batch = model_inputs(sample(args.task, args.batch, args.points, args.dims, seed=0, **options))
+    cot_dim = batch["ss"].shape[-1] if "ss" in batch else None  # (B, N, S) intermediate steps
+    reference = build("transformer", args.preset, args.task, args.dims, layers, cot_dim)
     reference_step = training_step(*reference, batch)
-    length = 2 * args.points
+    length = batch["xs"].shape[1] * (3 if cot_dim else 2)  # tokens per prompt: x, (s,) y per point
     reference_flops = forward_flops(reference[0], length)
     rows, arithmetic = [], []
     for arch in args.architectures:
-        model, optimizer = build(arch, args.preset, args.task, args.dims)
+        model, optimizer = build(arch, args.preset, args.task, args.dims, layers, cot_dim)
         step, times = training_step(model, optimizer, batch), []
         for _ in range(args.rounds):  # interleaved rounds: each round's ratio shares the machine's moment
             times.append((median_time(step, repeats=args.repeats, clock="process"),
                           median_time(reference_step, repeats=args.repeats, clock="process")))  # fmt: skip
         ours_times, reference_times = zip(*times)
         ours, theirs = (1 / statistics.median(column) for column in (ours_times, reference_times))
-        case = f"{arch}, {args.preset}, B={args.batch}, N={args.points} ({length} tokens)"
+        blocks = f", {layers[arch]} blocks" if arch in layers else ""
+        case = f"{arch}, {args.preset}{blocks}, B={args.batch}, N={args.points} ({length} tokens)"
         rows.append((case, ours, theirs, median_ratio(reference_times, ours_times)))  # steps/s: ours ÷ reference
         arithmetic.append((arch, forward_flops(model, length) / 1e6, reference_flops / 1e6))
     print_table(rows, unit="steps/s", reference="transformer")
