@@ -6,11 +6,10 @@ exp in it does not vectorise, and the B·T·D·N decays exp(Δ A) = 2^(Δ A log2
 w = k + f with k = round(w) and |f| ≤ ½ (exact), a degree-6 minimax polynomial for 2^f (relative error ≈ 2e-7) and
 2^k built in the exponent bits (for k = 128, 2^127 doubled, so that 2^w for 127.5 ≤ w < 128 stays finite). The
 exponent is int32 arithmetic: AVX2 has no vector conversion of floats to int64 (AVX-512 has), and an int64 exponent
-left the whole loop scalar on AVX2-only hosts (on the AMD EPYC, Mamba's scan forward ran 1.5-1.9× and its backward
-1.2-1.3× slower). w is clamped to [−127, 128]: below −127 (2^w < 6e-39, subnormal) the result is 0, at 128 and above
-it is inf, and NaN stays NaN. As in the torch path, the rounding of w = Δ·(A log2 e) costs a relative error
-≈ |w|·6e-8 in the decay, which only matters where the decay is already negligible. For float64 it is libm's `exp2`
-(the float64 path serves tests and checks, not speed).
+left the whole loop scalar on AVX2-only hosts (such as the AMD EPYC). w is clamped to [−127, 128]: below −127
+(2^w < 6e-39, subnormal) the result is 0, at 128 and above it is inf, and NaN stays NaN. As in the torch path, the
+rounding of w = Δ·(A log2 e) costs a relative error ≈ |w|·6e-8 in the decay, which only matters where the decay is
+already negligible. For float64 it is libm's `exp2` (the float64 path serves tests and checks, not speed).
 
 On it rest the scan's other elementwise functions, written so LLVM vectorises them too (numba would otherwise call
 libm once per element: for Mamba's fused softplus that cost four times the scan's own arithmetic):
