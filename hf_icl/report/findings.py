@@ -18,8 +18,9 @@ Rules (the report prints them):
   neither did not train; if no run is left the verdict is **inconclusive: did not train**. A claim that two models are
   on par needs one of them to have learned in that experiment (two models that learned nothing tie).
 - **Seeds.** A setting's seeds give mean ± sd (the best seed where the paper reports its best), with the tolerance
-  printed beside it. A value finding judges the mean and says when it rests on one seed; contrasts, parities and
-  outcomes follow the seed and separation rules below.
+  printed beside it. A value finding judges the mean under the same seed rule as every other kind: with fewer than
+  3 seeds a number within its tolerance is capped at direction only, and one outside it is inconclusive (too few
+  seeds); contrasts, parities and outcomes follow the seed and separation rules below.
 - **One evidence pool.** A run that never met its finding's control never defines a number: the control filters the
   runs before the longest-trained one is chosen. A run over the CPU budget (30 minutes on its own cores) is shown but
   never the evidence where a run within the budget measures the same; where only runs over the budget measure a
@@ -289,10 +290,10 @@ def _rate(finding: Finding, entry: Entry, setting: Setting) -> str:
 
 
 def _rated(finding: Finding, entry: Entry, setting: Setting) -> tuple[str, str]:
-    """(verdict, why) of one setting: an outcome is judged seed by seed (a split is inconclusive) and capped by the
-    seed rule; a value is judged on its mean (statistic)."""
+    """(verdict, why) of one setting: an outcome is judged seed by seed (a split is inconclusive), a value on its mean
+    (statistic); both are capped by the seed rule."""
     if finding.kind != "outcome":
-        return judge_value(entry, setting.value(f"test.{entry.metric}", entry.statistic)), ""
+        return seed_cap(judge_value(entry, setting.value(f"test.{entry.metric}", entry.statistic)), setting.seeds)
     seeds = seed_outcomes(finding, setting)
     wins = sum(ok for _, ok in seeds)
     if 0 < wins < len(seeds):

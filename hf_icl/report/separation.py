@@ -1,9 +1,9 @@
 """Whether two sides' seeds separate: Welch's t-test on the gap (scipy's t distribution), its interval, and the rules
 that cap a verdict resting on too few seeds.
 
-- **Seeds.** A ✔ or ✘ on a contrast, parity or outcome needs at least `MIN_SEEDS` seeds on every side. With fewer, a
-  result pointing the paper's way is capped at ↗ *direction only (n seeds)*, and one pointing the other way is
-  *? too few seeds*. A value finding resting on one seed says so in its reason.
+- **Seeds.** A ✔ or ✘ on a value, contrast, parity or outcome needs at least `MIN_SEEDS` seeds on every side. With
+  fewer, a result pointing the paper's way is capped at ↗ *direction only (n seeds)*, and one pointing the other way
+  is *? too few seeds*.
 - **Separation.** A contrast is ✔ only when the mean gap exceeds the tolerance *and* the sides separate: a one-sided
   Welch t-test of "the winner's seeds beat the loser's" at p < `ALPHA` (statistic and p printed beside the verdict).
   A mean gap past the tolerance whose seeds do not separate is *? not separated*.
