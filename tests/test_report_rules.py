@@ -72,6 +72,32 @@ def test_one_seed_values_are_capped(tmp_path):
     assert rate_runs("p1-mamba", tmp_path / "in3").verdict == "reproduced"
 
 
+def test_a_finding_that_did_not_train_lists_what_was_tried(tmp_path):
+    """"Did not train" comes with every committed setting of each model the finding names: how many, from which
+    experiments, and the best in-range control value any reached (a model that learned somewhere is marked)."""
+    from test_report import copy_run
+
+    copy_run(tmp_path / "search" / "mamba-lr1e-3", "mamba", in_range=0.20, beyond=0.0, lr=1e-3)
+    copy_run(tmp_path / "search" / "mamba-lr3e-3", "mamba", in_range=0.55, beyond=0.0, lr=3e-3)
+    copy_run(tmp_path / "seeds" / "mamba", "mamba", in_range=0.10, beyond=0.0, seeds=3, lr=1e-2)
+    copy_run(tmp_path / "lstm-search" / "lstm", "lstm", in_range=0.95, beyond=0.0)
+    result = rate_runs("p4-gssm-fail-beyond", tmp_path)
+    assert result.verdict == "inconclusive"
+    mamba, lstm = result.attempts
+    assert (mamba.model, mamba.settings, mamba.experiments) == ("Mamba", 3, ("search", "seeds"))
+    assert mamba.best == pytest.approx(0.55) and "mamba-lr3e-3" in mamba.best_where and not mamba.learned
+    assert (lstm.model, lstm.settings, lstm.best, lstm.learned) == ("LSTM", 1, 0.95, True)
+    assert mamba.control == "model.string_accuracy_in_train_range ≥ 0.9"
+    build_report([tmp_path], tmp_path / "report", "cmd")
+    page = (tmp_path / "report" / "P4.md").read_text()
+    assert "What was tried (the control: model.string_accuracy_in_train_range ≥ 0.9" in page
+    assert "| Mamba | 3 | `search`, `seeds` | 0.550 |" in page
+    assert "| LSTM | 1 | `lstm-search` | 0.950 (learned) |" in page
+    objects = {o["id"]: o for o in json.loads((tmp_path / "report" / "findings.json").read_text())}
+    assert objects["p4-gssm-fail-beyond"]["tried"][0]["settings"] == 3
+    assert objects["p4-in-range"]["tried"] == []  # no run of it was set aside
+
+
 def test_seeds_written_by_two_code_versions_are_one_setting(tmp_path):
     """An argument one code version writes as null and another as `{}` (or absent), or an override that sets a field
     to its preset's own value, does not split the seeds of one setting: three seeds a side still separate, and the
@@ -261,6 +287,18 @@ def test_the_committed_findings_never_sign_on_too_few_seeds_or_a_missing_pair():
             continue
         assert min(o["seeds"].values()) >= 3, o["id"]
         assert all(pair["measured"] for pair in o["pairs"]), o["id"]
+
+
+def test_no_committed_finding_of_p2_to_p5_did_not_train_without_a_search():
+    """Issue 51: a "did not train" verdict of P2-P5 lists what was tried, and each model that never met the control
+    was tried at more than one setting (a committed search, not the recipe alone)."""
+    from test_report import ROOT
+
+    for o in json.loads((ROOT / "docs" / "results" / "findings.json").read_text(encoding="utf-8")):
+        if o["why"] != "did not train" or o["paper"] == "P1":
+            continue
+        assert o["tried"], o["id"]
+        assert all(t["settings"] >= 2 for t in o["tried"] if not t["learned"]), o["id"]
 
 
 @settings(max_examples=60, deadline=None)

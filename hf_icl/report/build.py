@@ -19,6 +19,7 @@ from ..utils.atomic_files import atomic_path, write_text_atomic  # noqa: E402
 from . import findings as rules  # noqa: E402
 from . import number_table  # noqa: E402
 from .assess import assess  # noqa: E402
+from .attempts import attempts_rows  # noqa: E402
 from .document import Document  # noqa: E402
 from .findings import (  # noqa: E402
     Assessment,
@@ -221,6 +222,10 @@ def paper_page(paper: str, numbers: PaperNumbers, assessments: list[Assessment],
         if a.others:
             doc.paragraph("Runs measured but not the evidence:")
             doc.table(["run", "ours", "why"], [list(row) for row in a.others])
+        if a.attempts:
+            doc.paragraph(f"What was tried (the control: {a.attempts[0].control}; every committed setting of each "
+                          "model, searches included):")  # fmt: skip
+            doc.table(["model", "settings", "experiments", "best control value", "its run"], attempts_rows(a.attempts))
         evidence = [r for s in a.evidence for r in s.runs]
         figure = f"{FIGURES}/{slug(a.finding.id)}.png"
         if evidence and curve_figure(output_dir / figure, evidence, a.finding.claim[:70], draw):

@@ -104,6 +104,7 @@ class Assessment:
     why: str = ""  # the kind of inconclusive (one of WHY), or the seed cap of a direction-only ("1 seed")
     seeds: dict[str, int] = field(default_factory=dict)  # model (entry row) -> seeds of the setting used
     pairs: list[dict] = field(default_factory=list)  # contrasts: {a, b, measured, verdict, separation}
+    attempts: list = field(default_factory=list)  # `attempts.Attempt` per model, where a run did not train
 
 
 @dataclass

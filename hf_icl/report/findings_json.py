@@ -5,8 +5,9 @@ Each object holds `id`, `paper`, `kind` (value, outcome, contrast, parity), `cla
 direction, not_reproduced, inconclusive, not_run), `why` (the kind of inconclusive, or the seed cap), `reason`,
 `seeds` (model → seeds of the setting used), `pairs` (contrasts and parities: `{a, b, measured, verdict, why,
 separation}`), `separation` (the weakest pair's `{method, statistic, p_value, interval, confidence, seeds}`, or
-null), `scaled` (the scale phrase, or null), `runs` (the run folders it rests on, relative to the report) and
-`would_change` (what evidence would move the verdict).
+null), `scaled` (the scale phrase, or null), `runs` (the run folders it rests on, relative to the report),
+`would_change` (what evidence would move the verdict) and `tried` (where a run did not train: per model, the
+settings and experiments that measured it and the best in-range control value, see `attempts.py`; else []).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ def finding_object(assessment: Assessment, output_dir: Path) -> dict:
         "scaled": scale_text(assessment.scaled) if assessment.scaled else None,
         "runs": runs,
         "would_change": what_would_change(assessment),
+        "tried": [attempt.as_json() for attempt in assessment.attempts],
     }
 
 
