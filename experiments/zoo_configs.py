@@ -10,14 +10,16 @@ best complete trial on validation accuracy) becomes `<output>/<architecture>.yam
 one thread) put those steps over 30 minutes of that thread, the most steps (a multiple of 500) that fit. One thread
 per run, not two: a second thread sped the linear Transformer's selected setting up about 1.3x, not 2x (about 0.8 s
 per step against 1.02), so a budget of two cores' CPU seconds let a 2-thread run take about 40 minutes; on one thread
-each run fits its 30 minutes, and two seeds train side by side. The keys the search set for its
-trials only (`max_steps`, `eval_every`, `threads`, `checkpoint_every`) go back to the recipe's values. An
-architecture whose P1 row has n-gram heads (`--ngram-heads ARCH ...`) also gets `<architecture>_ngh123.yaml`: the same
-setting with NGH₁^(1,2,3) (`ngram_heads: "1:1,2,3"`). Each search's `trials.md` and `trials.json` are copied to
-`<trials>/<architecture>/`, so the committed config traces to its committed trials. A search with no complete trial
-is an error: there is nothing to select yet. `--seeds-spec` (re)writes the one sweep spec that trains every config of
-`--output` with seeds 0-2 as a single experiment (each variant names its config file), since the report pairs the runs
-of one experiment only.
+each run fits its 30 minutes, and two seeds train side by side. The keys the search set for its trials only
+(`max_steps`, `eval_every`, `threads`, `checkpoint_every`) go back to the recipe's values. An architecture whose P1
+row has n-gram heads (`--ngram-heads ARCH ...`) also gets `<architecture>_ngh123.yaml`: the same setting with
+NGH₁^(1,2,3) (`ngram_heads: "1:1,2,3"`), whose steps follow the same budget at the row's own cost where
+`--ngram-heads-cost ARCH=S` gives it (CPU s per step with the heads, measured: the heads cost the RetNet row about a
+sixth more than its base, so the base's steps took it over 30 minutes). Each search's `trials.md` and `trials.json`
+are copied to `<trials>/<architecture>/`, so the committed config traces to its committed trials. A search with no
+complete trial is an error: there is nothing to select yet. `--seeds-spec` (re)writes the one sweep spec that trains
+every config of `--output` with seeds 0-2 as a single experiment (each variant names its config file), since the
+report pairs the runs of one experiment only.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ def zoo_config(search: Path, recipe: dict) -> tuple[dict, dict, int]:
     return config, trial, config["max_steps"]
 
 
-def header(search: Path, trial: dict, steps: int, ngram_heads: bool) -> str:
+def header(search: Path, trial: dict, steps: int, ngram_heads: bool, heads_cost: float | None = None) -> str:
     """The comment above a written config: where its setting comes from and how to train it."""
     validation = ", ".join(f"{k} {v:.4f}" for k, v in trial["validation"].items())
     per_step = trial["train_cpu_s"] / trial["steps"]
@@ -93,6 +95,8 @@ def header(search: Path, trial: dict, steps: int, ngram_heads: bool) -> str:
     ]
     if ngram_heads:
         lines.append("With P1 §6's NGH₁^(1,2,3) added (n-gram-head rows take their base model's selected setting).")
+    if heads_cost is not None:
+        lines.append(f"Its steps: the same budget at the row's own measured cost, {heads_cost:.3f} CPU s per step.")
     lines.append("  accelerate launch train.py --config <this file> --seed S   # S = 0, 1, 2")
     return "".join(f"# {line}\n" for line in lines)
 
@@ -132,6 +136,9 @@ def main(argv=None) -> int:
     parser.add_argument("--trials", type=Path, required=True, help="folder the trials tables are copied to")
     parser.add_argument("--ngram-heads", nargs="*", default=(), metavar="ARCH",
                         help="architectures that also get <architecture>_ngh123.yaml")  # fmt: skip
+    parser.add_argument("--ngram-heads-cost", nargs="*", default=(), metavar="ARCH=S",
+                        help="CPU s per step of ARCH's row with n-gram heads, measured on one thread: that row's "
+                             "steps fit the budget at this cost (default: the base trial's cost)")  # fmt: skip
     parser.add_argument("--recipe", type=Path, default=RECIPE, help=f"the shared recipe (default {RECIPE})")
     parser.add_argument("--seeds-spec", type=Path, default=None, metavar="FILE",
                         help="also (re)write FILE: a sweep spec of every --output config, seeds 0-2")  # fmt: skip
@@ -139,20 +146,30 @@ def main(argv=None) -> int:
     recipe = yaml.safe_load(args.recipe.read_text())
     written = []
     try:
+        heads_costs = {}
+        for item in args.ngram_heads_cost:
+            architecture, _, cost = item.partition("=")
+            if architecture not in args.ngram_heads or not cost.replace(".", "", 1).isdigit() or float(cost) <= 0:
+                raise ValueError(f"--ngram-heads-cost {item!r}: expected ARCH=S with ARCH one of --ngram-heads "
+                                 f"({', '.join(args.ngram_heads) or 'none given'}) and S > 0 CPU s per step")
+            heads_costs[architecture] = float(cost)
         built = [(search, *zoo_config(search, recipe)) for search in args.searches]  # every search checked first
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     args.output.mkdir(parents=True, exist_ok=True)
-    for search, config, trial, steps in built:
+    for search, config, trial, _ in built:
         architecture = config["architecture"]
         variants = [(architecture, config, False)]
         if architecture in args.ngram_heads:
             with_heads = {**config, "overrides": {**config.get("overrides", {}), "ngram_heads": NGRAM_HEADS}}
+            if architecture in heads_costs:
+                with_heads["max_steps"] = budget_steps(recipe["max_steps"], heads_costs[architecture])
             variants.append((f"{architecture}_ngh123", with_heads, True))
         for name, body, heads in variants:
             path = args.output / f"{name}.yaml"
-            text = header(search, trial, steps, heads).replace("<this file>", str(path))
+            cost = heads_costs.get(architecture) if heads else None
+            text = header(search, trial, body["max_steps"], heads, cost).replace("<this file>", str(path))
             write(path, text + yaml.safe_dump(body, sort_keys=False, allow_unicode=True))
             written.append(path)
         target = args.trials / architecture

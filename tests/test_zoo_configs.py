@@ -88,3 +88,18 @@ def test_unfinished_search_is_refused_before_any_write(zoo_configs, tmp_path, ca
     assert zoo_configs.main([str(finished), str(running), "--output", str(out), "--trials", str(tmp_path / "t")]) == 2
     assert "no best.yaml" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_ngram_heads_row_fits_the_budget_at_its_own_cost(zoo_configs, tmp_path, capsys):
+    """`--ngram-heads-cost retnet=1.25`: the row with heads takes the most steps that fit 1,800 CPU s at 1.25 s a step
+    (1,000), its base keeps the base trial's (1,500 at 1.069 s); a bad item is refused before any write."""
+    search = fabricate_search(tmp_path / "search", cpu_s=1500 * 1.069)
+    out = tmp_path / "configs"
+    common = [str(search), "--output", str(out), "--trials", str(tmp_path / "t"), "--ngram-heads", "retnet"]
+    assert zoo_configs.main([*common, "--ngram-heads-cost", "retnet=1.25"]) == 0
+    assert yaml.safe_load((out / "retnet.yaml").read_text())["max_steps"] == 1500
+    text = (out / "retnet_ngh123.yaml").read_text()
+    assert yaml.safe_load(text)["max_steps"] == 1000 and "own measured cost, 1.250 CPU s per step" in text
+    for bad in ("gla=1.2", "retnet=fast", "retnet=0"):
+        assert zoo_configs.main([*common, "--output", str(tmp_path / bad), "--ngram-heads-cost", bad]) == 2
+        assert "--ngram-heads-cost" in capsys.readouterr().err and not (tmp_path / bad).exists()
