@@ -90,13 +90,13 @@ def header(search: Path, trial: dict, steps: int, ngram_heads: bool, heads_cost:
         "experiments/sweeps/regbench_zoo_search/), selected by its rule on the validation split:",
         f"  {setting}",
         f"  validation at step {trial['steps']}: {validation}; {per_step:.3f} CPU s per step on one thread.",
-        f"Steps: {steps} (the recipe's, {RECIPE.name}, or the most that fit 30 minutes of one thread at that cost).",
+        f"Steps: {steps} (the recipe's, {RECIPE.name}, or the most that fit 30 minutes of one thread at that cost)."
+        if heads_cost is None
+        else f"Steps: {steps} (the recipe's, or the most that fit 30 minutes at this row's {heads_cost:.3f} s/step).",
         "Written by experiments/zoo_configs.py; do not edit by hand.",
     ]
     if ngram_heads:
         lines.append("With P1 §6's NGH₁^(1,2,3) added (n-gram-head rows take their base model's selected setting).")
-    if heads_cost is not None:
-        lines.append(f"Its steps: the same budget at the row's own measured cost, {heads_cost:.3f} CPU s per step.")
     lines.append("  accelerate launch train.py --config <this file> --seed S   # S = 0, 1, 2")
     return "".join(f"# {line}\n" for line in lines)
 
