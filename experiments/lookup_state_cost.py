@@ -13,7 +13,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import time
+import sys
+from pathlib import Path
 
 import torch
 from transformers import AutoModelForCausalLM
@@ -21,17 +22,9 @@ from transformers import AutoModelForCausalLM
 import hf_icl
 from hf_icl.training.provenance import machine_facts
 
-
-def step_cost(model: torch.nn.Module, optimizer: torch.optim.Optimizer, batch: torch.Tensor, repeats: int) -> float:
-    """The median process CPU seconds of `repeats` training steps."""
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        optimizer.zero_grad(set_to_none=True)
-        model(input_ids=batch, labels=batch).loss.backward()
-        optimizer.step()
-        times.append(time.process_time() - start)
-    return statistics.median(times)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+from common import median_ratio, median_time  # noqa: E402
+from transformer_vs_gpt2 import training_step  # noqa: E402
 
 
 def main(argv=None) -> None:
@@ -47,24 +40,21 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     batch = torch.randint(0, args.vocab, (args.batch, args.length))  # (B, T)
-    sides = {}
+    steps, times = {}, {state: [] for state in args.states}
     for state in args.states:
         config = hf_icl.config_for("mamba", "tiny", vocab_size=args.vocab, ssm_state_size=state)
         model = AutoModelForCausalLM.from_config(config).train()
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
-        step_cost(model, optimizer, batch, 2)  # warm-up (compiled kernels, allocator)
-        sides[state] = (model, optimizer, [])
-    ratios = []
+        steps[state] = training_step(model, torch.optim.AdamW(model.parameters(), lr=1e-3), batch)
     for _ in range(args.rounds):
-        for model, optimizer, times in sides.values():
-            times.append(step_cost(model, optimizer, batch, args.repeats))
-        recipe, larger = (sides[s][2][-1] for s in args.states)
-        ratios.append(larger / recipe)
+        for state in args.states:  # each round's two sides back to back (warm-up: compiled kernels, allocator)
+            times[state].append(median_time(steps[state], repeats=args.repeats, warmup=1, clock="process"))
+    recipe, larger = args.states
+    ratios = [a / b for a, b in zip(times[larger], times[recipe], strict=True)]
     result = {
         "what": "Mamba (tiny) training step at the lookup recipe's shape, larger state against the recipe's",
         "batch": args.batch, "length": args.length, "threads": 1, "clock": "process CPU time",
-        "cpu_s_per_step": {f"state{s}": statistics.median(sides[s][2]) for s in args.states},
-        "ratio": statistics.median(ratios), "round_ratios": ratios,
+        "cpu_s_per_step": {f"state{s}": statistics.median(times[s]) for s in args.states},
+        "ratio": median_ratio(times[larger], times[recipe]), "round_ratios": ratios,
         "machine": machine_facts(),
     }  # fmt: skip
     with open(args.output, "w", encoding="utf-8") as file:

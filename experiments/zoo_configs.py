@@ -51,6 +51,19 @@ def budget_steps(recipe_steps: int, cpu_s_per_step: float) -> int:
     return steps
 
 
+def ngram_heads_cost(item: str, ngram_heads) -> tuple[str, float]:
+    """`ARCH=S` as (ARCH, S), ARCH one of `--ngram-heads` and S > 0 CPU s per step."""
+    architecture, _, text = item.partition("=")
+    try:
+        cost = float(text)
+    except ValueError:
+        cost = 0.0
+    if architecture not in ngram_heads or not cost > 0:  # also refuses nan
+        raise ValueError(f"--ngram-heads-cost {item!r}: expected ARCH=S with ARCH one of --ngram-heads "
+                         f"({', '.join(ngram_heads) or 'none given'}) and S > 0 CPU s per step")  # fmt: skip
+    return architecture, cost
+
+
 def selected_trial(search: Path) -> dict:
     """The trial `best.yaml` names, from `trials.json`."""
     best = (search / "best.yaml").read_text()
@@ -146,13 +159,7 @@ def main(argv=None) -> int:
     recipe = yaml.safe_load(args.recipe.read_text())
     written = []
     try:
-        heads_costs = {}
-        for item in args.ngram_heads_cost:
-            architecture, _, cost = item.partition("=")
-            if architecture not in args.ngram_heads or not cost.replace(".", "", 1).isdigit() or float(cost) <= 0:
-                raise ValueError(f"--ngram-heads-cost {item!r}: expected ARCH=S with ARCH one of --ngram-heads "
-                                 f"({', '.join(args.ngram_heads) or 'none given'}) and S > 0 CPU s per step")
-            heads_costs[architecture] = float(cost)
+        heads_costs = dict(ngram_heads_cost(item, args.ngram_heads) for item in args.ngram_heads_cost)
         built = [(search, *zoo_config(search, recipe)) for search in args.searches]  # every search checked first
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
