@@ -32,6 +32,11 @@ ATTENTION_MASK = [[0, 0, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 1]]
 REGRESSION_XS = torch.linspace(-1, 1, 2 * 5 * 3).reshape(2, 5, 3).tolist()  # (B, N, d)
 REGRESSION_YS = torch.linspace(1, -1, 2 * 5).reshape(2, 5).tolist()  # (B, N)
 
+# The route is what this file tests, so the expected outputs and the remote ones both take the plain PyTorch paths:
+# a fresh process JIT-compiles every numba kernel in each checkpoint's own copy of the remote code (about 50 s of the
+# module's 100 s on an AMD EPYC). test_models.py's remote load runs the kernels in remote code.
+PLAIN_PYTORCH_PATHS = {"HF_ICL_SCAN_BACKEND": "torch"}
+
 REMOTE_LOAD = textwrap.dedent(
     """
     import json, sys
@@ -124,6 +129,13 @@ def logits(model):
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
     """Save every case, load them all in one fresh process; `(expected outputs, folders, remote results)`."""
+    with pytest.MonkeyPatch.context() as patch:  # both sides on the plain PyTorch paths (see PLAIN_PYTORCH_PATHS)
+        for name, value in PLAIN_PYTORCH_PATHS.items():
+            patch.setenv(name, value)
+        return export_and_load_remotely(tmp_path_factory)
+
+
+def export_and_load_remotely(tmp_path_factory):
     root = tmp_path_factory.mktemp("hub_route")
     expected, folders, jobs = {}, {}, []
 
@@ -174,7 +186,8 @@ def exported(tmp_path_factory):
     add("regression", root / "regression", auto_class, model)
 
     (root / "jobs.json").write_text(json.dumps(jobs))
-    env = {"HF_MODULES_CACHE": str(root / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    env = {"HF_MODULES_CACHE": str(root / "modules"), "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1",
+           **PLAIN_PYTORCH_PATHS}
     result = subprocess.run(
         [sys.executable, "-c", REMOTE_LOAD, str(root / "jobs.json")],
         capture_output=True,
