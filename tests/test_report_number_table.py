@@ -46,3 +46,14 @@ def test_spread_is_the_sd_of_the_number_shown():
     assert spread_shown(entry, Setting("zoo", [record("a", 0.7)])) == 0.0 and spread_shown(entry, None) == 0.0
     best_of = next((e for e in numbers.entries.values() if e.metric == "model.accuracy" and e.statistic == "max"), None)
     assert best_of is not None and spread_shown(best_of, seeds) == 0.0  # the best seed shown: no error bar
+
+
+def test_a_seed_resumed_with_changed_settings_joins_its_setting_and_a_changed_field_does_not():
+    """A run continued with `--resume --allow-changed-settings` (a shorter schedule that matched up to its checkpoint)
+    is the same setting as its fresh seeds: what it changed is in its saved settings, the flags are bookkeeping."""
+    fresh, resumed, other = record("a", 0.9, seed=0), record("a", 0.9, seed=1), record("a", 0.9, seed=2, lr=1e-3)
+    resumed.metrics["run_config"] |= {"resume": True, "allow_changed_settings": True}
+    assert fresh.setting == resumed.setting != other.setting
+    with_plugin = record("a", 0.9, seed=3)
+    with_plugin.metrics["run_config"]["imports"] = ["my_plugin"]  # a plug-in may define the model: another setting
+    assert with_plugin.setting != fresh.setting

@@ -15,10 +15,13 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..training.resume_settings import BOOKKEEPING_FIELDS
 from .papers import Entry
 
-BOOKKEEPING = {"seed", "output_dir", "resume", "overwrite", "threads", "report_to", "push_to_hub", "checkpoint_every",
-               "keep_checkpoints", "log_every", "eval_batch_size"}  # fmt: skip
+BOOKKEEPING = {"seed", *BOOKKEEPING_FIELDS} - {"eval_every", "imports"}
+"""Run arguments that do not make another setting: the seed, and what a resume takes as given (`BOOKKEEPING_FIELDS`,
+`--allow-changed-settings` among them: what a resume changed is in the saved settings), except `imports` (a plug-in
+may define the model) and `eval_every` (a setting's validation history is read at its steps)."""
 
 
 @dataclass
