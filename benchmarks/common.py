@@ -46,6 +46,16 @@ def median_ratio(numerators, denominators) -> float:
     return statistics.median(ratios)
 
 
+def interleaved_cpu_times(steps: dict, rounds: int, repeats: int) -> dict[str, list[float]]:
+    """`{label: [per-round median process CPU seconds]}` of each `steps[label]()`: every round times the sides back to
+    back (one untimed call each first), so that `median_ratio` of two sides' lists pairs moments of one drift."""
+    times = {label: [] for label in steps}
+    for _ in range(rounds):
+        for label, step in steps.items():
+            times[label].append(median_time(step, repeats=repeats, warmup=1, clock="process"))
+    return times
+
+
 PEAK_PROBE = """
 import json, sys
 sys.path.insert(0, {here!r})

@@ -21,9 +21,10 @@ from transformers import AutoModelForCausalLM
 
 import hf_icl
 from hf_icl.training.provenance import machine_facts
+from hf_icl.utils.atomic_files import write_json_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from common import median_ratio, median_time  # noqa: E402
+from common import interleaved_cpu_times, median_ratio  # noqa: E402
 from transformer_vs_gpt2 import training_step  # noqa: E402
 
 
@@ -40,14 +41,12 @@ def main(argv=None) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     batch = torch.randint(0, args.vocab, (args.batch, args.length))  # (B, T)
-    steps, times = {}, {state: [] for state in args.states}
+    steps = {}
     for state in args.states:
         config = hf_icl.config_for("mamba", "tiny", vocab_size=args.vocab, ssm_state_size=state)
         model = AutoModelForCausalLM.from_config(config).train()
         steps[state] = training_step(model, torch.optim.AdamW(model.parameters(), lr=1e-3), batch)
-    for _ in range(args.rounds):
-        for state in args.states:  # each round's two sides back to back (warm-up: compiled kernels, allocator)
-            times[state].append(median_time(steps[state], repeats=args.repeats, warmup=1, clock="process"))
+    times = interleaved_cpu_times(steps, args.rounds, args.repeats)
     recipe, larger = args.states
     ratios = [a / b for a, b in zip(times[larger], times[recipe], strict=True)]
     result = {
@@ -57,8 +56,7 @@ def main(argv=None) -> None:
         "ratio": median_ratio(times[larger], times[recipe]), "round_ratios": ratios,
         "machine": machine_facts(),
     }  # fmt: skip
-    with open(args.output, "w", encoding="utf-8") as file:
-        json.dump(result, file, indent=2)
+    write_json_atomic(args.output, result)
     print(json.dumps({k: v for k, v in result.items() if k != "machine"}, indent=2))
 
 

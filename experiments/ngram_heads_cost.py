@@ -33,9 +33,10 @@ from hf_icl.tasks import family_of
 from hf_icl.training.arguments import parse_args
 from hf_icl.training.provenance import machine_facts
 from hf_icl.training.shared_overrides import with_shared_overrides
+from hf_icl.utils.atomic_files import write_json_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from common import median_ratio, median_time  # noqa: E402
+from common import interleaved_cpu_times, median_ratio  # noqa: E402
 
 NGRAM_HEADS = "ngram_heads"
 
@@ -76,13 +77,11 @@ def main(argv=None) -> None:
     run, batch, configs = real_batch_and_configs(args.config)  # bad config input fails here, before any timing
     torch.set_num_threads(1)
     torch.manual_seed(0)
-    steps, times = {}, {label: [] for label in configs}
+    steps = {}
     for label, config in configs.items():
         model = AutoModelForCausalLM.from_config(config).train()
         steps[label] = training_step(model, torch.optim.AdamW(model.parameters(), lr=1e-3), batch)
-    for _ in range(args.rounds):
-        for label in configs:  # each round's two sides back to back
-            times[label].append(median_time(steps[label], repeats=args.repeats, warmup=1, clock="process"))
+    times = interleaved_cpu_times(steps, args.rounds, args.repeats)
     ratio = median_ratio(times["with heads"], times["base"])
     result = {
         "what": f"training step of {args.config} against the same model without n-gram heads",
@@ -96,7 +95,7 @@ def main(argv=None) -> None:
         "machine": machine_facts(),
     }  # fmt: skip
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.output).write_text(json.dumps(result, indent=2), encoding="utf-8")
+    write_json_atomic(args.output, result)
     print(json.dumps({k: v for k, v in result.items() if k != "machine"}, indent=2))
 
 
