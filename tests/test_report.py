@@ -624,3 +624,15 @@ def test_the_runs_page_marks_runs_over_the_cpu_budget(tmp_path):
     build_report([tmp_path], tmp_path / "report", "cmd")
     page = (tmp_path / "report" / "runs.md").read_text()
     assert "1 of 3 runs that recorded their CPU time" in page and "`one_thread_over` (32 min)" in page
+
+
+def test_a_contrast_is_scaled_by_each_side_s_own_setting(tmp_path):
+    """The Transformer against the in-context 3-gram baseline: the baseline's number is read from whichever run
+    validated best (here a GLA run that trained 19 epochs), but a baseline does not train, so only the Transformer's
+    25 epochs scale the verdict (not "19–25 of 200 epochs")."""
+    regbench(tmp_path / "zoo" / "transformer", "transformer", 0.90, 0.25, epochs=25, seeds=3, spread=0.01,
+             validation={"accuracy": 0.85, "tvd": 0.30})  # fmt: skip
+    regbench(tmp_path / "zoo" / "gla", "gla", 0.80, 0.40, epochs=19, seeds=3, spread=0.01,
+             validation={"accuracy": 0.95, "tvd": 0.20})  # fmt: skip
+    result = rate("p1-transformer-beats-3gram", tmp_path)
+    assert result.scaled == [("epochs", 25.0, 200.0)], result.scaled

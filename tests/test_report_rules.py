@@ -412,3 +412,26 @@ def test_a_report_killed_while_its_pages_are_put_in_place_is_recognised(tmp_path
     report_main([str(out), "--output", str(out), "--papers"])
     assert "the previous report was interrupted" in capsys.readouterr().err
     assert not (out / build_module.WRITING).exists() and (out / "REPORT.md").is_file() and (out / "runs.html").is_file()
+
+
+def test_three_seeds_are_not_displaced_by_a_longer_run_on_one(tmp_path):
+    """Of runs of one model, the longest-trained counts, but seeds come first: GLA + NGH on 3 seeds at 1,500 steps is
+    the evidence, not one seed at 3,000 (which could only be capped at direction only); of two 3-seed settings, or
+    two one-seed settings, the longer counts."""
+    from test_report import regbench
+
+    ngh = {"overrides": {"ngram_heads": [{"layer": 1, "orders": [1, 2, 3], "replace": False}]}}
+    regbench(tmp_path / "a" / "seeded", "gla", 0.949, 0.212, steps=1500, epochs=19, seeds=3, spread=0.001, **ngh)
+    regbench(tmp_path / "a" / "long", "gla", 0.949, 0.205, steps=3000, epochs=38, **ngh)
+    result = rate_runs("p1-gla-ngh", tmp_path / "a")
+    assert result.verdict == "reproduced" and result.seeds == {"GLA + NGH₁^(1,2,3)": 3}, result.reason
+    assert [why for *_, why in result.others] == ["a run of the same model on 3 seeds counts instead"]
+    regbench(tmp_path / "b" / "short", "gla", 0.60, 0.50, steps=1500, epochs=19, seeds=3, spread=0.001, **ngh)
+    regbench(tmp_path / "b" / "long", "gla", 0.949, 0.205, steps=3000, epochs=38, seeds=3, spread=0.001, **ngh)
+    result = rate_runs("p1-gla-ngh", tmp_path / "b")
+    assert result.verdict == "reproduced" and result.scaled == [("epochs", 38.0, 200.0)], result.reason
+    assert [why for *_, why in result.others] == ["a longer run of the same model counts instead"]
+    regbench(tmp_path / "c" / "short", "gla", 0.60, 0.50, steps=1500, epochs=19, **ngh)
+    regbench(tmp_path / "c" / "long", "gla", 0.949, 0.205, steps=3000, epochs=38, **ngh)
+    result = rate_runs("p1-gla-ngh", tmp_path / "c")
+    assert result.verdict == "direction only" and result.why == "1 seed", result.reason

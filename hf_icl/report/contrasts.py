@@ -140,7 +140,7 @@ def assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunRe
         for model, setting in ((better.row if better.row != worse.row else better.column, b),
                                (worse.row if better.row != worse.row else worse.column, w)):  # fmt: skip
             result.seeds[model] = min(result.seeds.get(model, setting.seeds), setting.seeds)
-        result.scaled += [n for s in (b, w) for n in s.scale(better) if n not in result.scaled]
+        result.scaled += [n for s, e in ((b, better), (w, worse)) for n in s.scale(e) if n not in result.scaled]
         result.evidence += [s for s in (b, w) if s not in result.evidence]
     return _conclude(result, numbers, outcomes, whys, aside)
 

@@ -12,7 +12,8 @@ Rules (the report prints them):
   lengths, steps, a smaller model, another corpus) is **scaled**; the verdict names its scale and is never counted as
   the paper's setting. Runs at the paper's setting are preferred where there are any, and of runs of one model (same
   architecture and parameter count) only the longest-trained counts (most training sequences, steps × batch size):
-  the budget is fixed before any result is seen.
+  the budget is fixed before any result is seen. Seeds come before length: a setting with 3 seeds is not displaced
+  by a longer one with fewer (which could only give a capped verdict), so the longest of the best-seeded counts.
 - **Failure findings need a control.** A claim that a model fails (X fails, X ≫ Y) counts a run only if the failing
   model learned the in-range task in it, or the contrasting model succeeded in the same experiment. Runs that meet
   neither did not train; if no run is left the verdict is **inconclusive: did not train**. A claim that two models are
@@ -114,7 +115,7 @@ class Pick:
     setting: Setting | None
     how: str
     candidates: list[Setting]
-    superseded: list[Setting] = field(default_factory=list)  # shorter runs of a model that also ran longer
+    superseded: list[Setting] = field(default_factory=list)  # runs of a model that also ran longer or on more seeds
 
 
 def fmt(entry: Entry, value: float | None) -> str:
@@ -195,11 +196,34 @@ def validation_scores(settings: list[Setting], metric: str, statistic: str) -> l
 
 
 def longest(settings: list[Setting]) -> list[Setting]:
-    """Of settings of one model (task, architecture, parameter count), those that trained on the most sequences."""
-    most: dict[tuple, float] = {}
+    """Of settings of one model (task, architecture, parameter count), those that trained as long as the longest of
+    its best-seeded settings (most seeds, up to `MIN_SEEDS`): shorter runs are dropped, and so are longer runs on fewer
+    seeds, which could only give a capped verdict. Settings of that length on fewer seeds (another learning rate, a
+    search point) stay for the selection on validation."""
+    reference = _reference_ranks(settings)
+    return [s for s in settings if s.training_sequences == reference[s.model_key][1]]
+
+
+def _rank(setting: Setting) -> tuple[int, float]:
+    """Seeds first (no more than a verdict needs), then how much the model trained."""
+    return min(len(setting.runs), MIN_SEEDS), setting.training_sequences
+
+
+def _reference_ranks(settings: list[Setting]) -> dict[tuple, tuple[int, float]]:
+    """Per model, the (seeds, training sequences) of its best-seeded, longest-trained setting."""
+    reference: dict[tuple, tuple[int, float]] = {}
     for s in settings:
-        most[s.model_key] = max(most.get(s.model_key, 0.0), s.training_sequences)
-    return [s for s in settings if s.training_sequences >= most[s.model_key]]
+        reference[s.model_key] = max(reference.get(s.model_key, (0, 0.0)), _rank(s))
+    return reference
+
+
+def _superseded_why(setting: Setting, kept: list[Setting]) -> str:
+    """Why a run of a model that also ran otherwise is not the evidence: the kept one trained longer, or has the
+    seeds a verdict needs."""
+    seeds, length = _reference_ranks(kept).get(setting.model_key, (0, 0.0))
+    if setting.training_sequences > length:
+        return f"a run of the same model on {seeds} seeds counts instead"
+    return "a longer run of the same model counts instead"
 
 
 def passes_control(finding: Finding, setting: Setting, records: list[RunRecord], task: str) -> bool:
@@ -361,7 +385,7 @@ def assess_numbers(finding: Finding, numbers: PaperNumbers, records: list[RunRec
         kept_values = {ours_text(lead, s) for s in chosen}
         for s in pick.superseded:  # listed where it would have told another story
             if ours_text(lead, s) not in kept_values:
-                result.others.append((s.where, ours_text(lead, s), "a longer run of the same model counts instead"))
+                result.others.append((s.where, ours_text(lead, s), _superseded_why(s, pick.candidates)))
         if pick.setting is None:
             if INCONCLUSIVE in verdicts:
                 for s in chosen:
