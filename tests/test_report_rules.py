@@ -435,3 +435,13 @@ def test_three_seeds_are_not_displaced_by_a_longer_run_on_one(tmp_path):
     regbench(tmp_path / "c" / "long", "gla", 0.949, 0.205, steps=3000, epochs=38, **ngh)
     result = rate_runs("p1-gla-ngh", tmp_path / "c")
     assert result.verdict == "direction only" and result.why == "1 seed", result.reason
+
+
+def test_what_was_tried_names_the_models_where_they_are_a_table_s_columns():
+    """P2 Table 1's rows are tasks and its columns models: the attempts name RegularGPT and the Transformer, not the
+    task twice; P4's rows are the models."""
+    from hf_icl.report.attempts import attempts
+
+    p2 = attempts(FINDINGS["p2-modular-arithmetic"], NUMBERS, [])
+    assert [a.model for a in p2] == ["RegularGPT C=2 (avg)", "Transformer (avg)"]
+    assert [a.model for a in attempts(FINDINGS["p4-gssm-fail-beyond"], NUMBERS, [])] == ["Mamba", "LSTM"]

@@ -60,11 +60,13 @@ def attempts(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) 
         return []
     control = f"{rule['metric']} {rule_text(rule)}"
     found = []
-    for entry in _models(finding, numbers):
+    models = _models(finding, numbers)
+    by_row = len({e.row for e in models}) > 1 or len(models) == 1  # a table's rows are models, or its columns are
+    for entry in models:
         settings = measured(entry, records)
         scored = [(v, s) for s in settings if (v := criterion_value(rule, s)) is not None]
         best, where = max(scored, key=lambda pair: pair[0]) if scored else (None, None)
-        found.append(Attempt(model=entry.row, control=control,
+        found.append(Attempt(model=entry.row if by_row else entry.column, control=control,
                              experiments=tuple(sorted({s.experiment for s in settings})), settings=len(settings),
                              best=best, best_where=where.where if where else "",
                              learned=best is not None and meets(rule, best)))  # fmt: skip
