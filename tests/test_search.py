@@ -163,3 +163,15 @@ def test_two_workers_draw_distinct_settings_and_a_rerun_draws_the_same(tmp_path)
     assert [number for number, *_ in first] == list(range(6))
     assert len({lr for _, lr, _ in first}) == 6  # no two trials share a setting
     assert draw(tmp_path / "two.journal") == first  # reproducible from the seed
+
+
+def test_a_prune_request_after_the_last_step_leaves_the_trial_complete(tmp_path, monkeypatch):
+    """The pruner may ask to stop a trial at its final rung, after it trained every step (the zoo's Mamba search,
+    trials 8 and 9): the trial is complete, not pruned. The request is dropped here to make "too late" certain."""
+    monkeypatch.setattr(search_module, "POLL_SECONDS", 0.2)
+    monkeypatch.setattr(search_module, "request_stop", lambda run_dir, reason: None)
+    late = {**SEARCH, "trials": 1, "pruner": {"kind": "threshold", "lower": 2.0}}  # accuracy < 2: prune at once
+    assert main([write_spec(tmp_path, late)]) == 0
+    metrics = json.loads((tmp_path / "out" / "trial-000" / "metrics.json").read_text())
+    assert metrics["train"]["stopped_by"] == "steps" and metrics["train"]["steps"] == 4
+    assert json.loads((tmp_path / "out" / "trials.json").read_text())[0]["state"] == "complete"
