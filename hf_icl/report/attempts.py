@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .findings import criterion_value, measured
-from .papers import Entry, Finding, PaperNumbers, meets, rule_text
+from .papers import Entry, Finding, PaperNumbers, meets, model_name, rule_text
 from .runs import RunRecord
 
 
@@ -61,12 +61,12 @@ def attempts(finding: Finding, numbers: PaperNumbers, records: list[RunRecord]) 
     control = f"{rule['metric']} {rule_text(rule)}"
     found = []
     models = _models(finding, numbers)
-    by_row = len({e.row for e in models}) > 1 or len(models) == 1  # a table's rows are models, or its columns are
+    rows_differ = len({e.row for e in models}) > 1 or len(models) == 1
     for entry in models:
         settings = measured(entry, records)
         scored = [(v, s) for s in settings if (v := criterion_value(rule, s)) is not None]
         best, where = max(scored, key=lambda pair: pair[0]) if scored else (None, None)
-        found.append(Attempt(model=entry.row if by_row else entry.column, control=control,
+        found.append(Attempt(model=model_name(entry, rows_differ), control=control,
                              experiments=tuple(sorted({s.experiment for s in settings})), settings=len(settings),
                              best=best, best_where=where.where if where else "",
                              learned=best is not None and meets(rule, best)))  # fmt: skip

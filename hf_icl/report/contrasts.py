@@ -37,6 +37,7 @@ from .papers import (
     combine,
     judge_gap,
     judge_parity,
+    model_name,
     on_scale,
 )
 from .runs import RunRecord, Setting
@@ -137,8 +138,8 @@ def assess_contrast(finding: Finding, numbers: PaperNumbers, records: list[RunRe
         whys.setdefault(experiment, []).append(why)
         m["pair"].update(measured=True, verdict=verdict, why=why,
                          separation=separation.as_json() if separation else None)  # fmt: skip
-        for model, setting in ((better.row if better.row != worse.row else better.column, b),
-                               (worse.row if better.row != worse.row else worse.column, w)):  # fmt: skip
+        for entry, setting in ((better, b), (worse, w)):
+            model = model_name(entry, better.row != worse.row)
             result.seeds[model] = min(result.seeds.get(model, setting.seeds), setting.seeds)
         result.scaled += [n for s, e in ((b, better), (w, worse)) for n in s.scale(e) if n not in result.scaled]
         result.evidence += [s for s in (b, w) if s not in result.evidence]

@@ -217,10 +217,10 @@ def _reference_ranks(settings: list[Setting]) -> dict[tuple, tuple[int, float]]:
     return reference
 
 
-def _superseded_why(setting: Setting, kept: list[Setting]) -> str:
-    """Why a run of a model that also ran otherwise is not the evidence: the kept one trained longer, or has the
-    seeds a verdict needs."""
-    seeds, length = _reference_ranks(kept).get(setting.model_key, (0, 0.0))
+def _superseded_why(setting: Setting, reference: dict[tuple, tuple[int, float]]) -> str:
+    """Why a run of a model that also ran otherwise is not the evidence: the kept one (`reference`, per model, from
+    `_reference_ranks`) trained longer, or has the seeds a verdict needs."""
+    seeds, length = reference.get(setting.model_key, (0, 0.0))
     if setting.training_sequences > length:
         return f"a run of the same model on {seeds} seeds counts instead"
     return "a longer run of the same model counts instead"
@@ -382,10 +382,10 @@ def assess_numbers(finding: Finding, numbers: PaperNumbers, records: list[RunRec
                                      spread=spread_shown(entry, pick.setting)))  # fmt: skip
             verdicts.append(verdict)
             whys.append(why)
-        kept_values = {ours_text(lead, s) for s in chosen}
+        kept_values, reference = {ours_text(lead, s) for s in chosen}, _reference_ranks(pick.candidates)
         for s in pick.superseded:  # listed where it would have told another story
             if ours_text(lead, s) not in kept_values:
-                result.others.append((s.where, ours_text(lead, s), _superseded_why(s, pick.candidates)))
+                result.others.append((s.where, ours_text(lead, s), _superseded_why(s, reference)))
         if pick.setting is None:
             if INCONCLUSIVE in verdicts:
                 for s in chosen:

@@ -211,6 +211,12 @@ def _as_list(value) -> list:
     return value if isinstance(value, list) else [value]
 
 
+def model_name(entry: Entry, rows_differ: bool) -> str:
+    """The model an entry measures, among a finding's entries: its row where the entries' rows differ (P1's and P4's
+    rows are models), else its column (P2 Table 1's rows are tasks, its columns models)."""
+    return entry.row if rows_differ else entry.column
+
+
 def on_scale(entry: Entry, value: float) -> float:
     return math.log10(max(value, 1e-30)) if entry.scale == "log" else value
 
