@@ -60,17 +60,22 @@ class Lever:
         self.forward = torch.compile(model, dynamic=True) if compiled else model
 
     def step(self, batch: dict) -> float:
-        if self.flush_denormal and not torch.set_flush_denormal(True):
+        if not self.flush_denormal:
+            return self._step(batch)
+        if not torch.set_flush_denormal(True):
             raise SystemExit("flush denormals: this CPU does not support it (torch.set_flush_denormal returned False)")
         try:
-            self.optimizer.zero_grad(set_to_none=True)
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
-                loss = self.forward(**batch).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-            self.optimizer.step()
+            return self._step(batch)
         finally:
             torch.set_flush_denormal(False)
+
+    def _step(self, batch: dict) -> float:
+        self.optimizer.zero_grad(set_to_none=True)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.bf16):
+            loss = self.forward(**batch).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
         return float(loss)
 
 

@@ -43,7 +43,7 @@ from .checkpoints import (
 )
 from .data import batch_stream
 from .launch import single_process_launch_warning
-from .progress import append_validation, clear_stop, stop_requested
+from .progress import STOPPED_BY_REQUEST, append_validation, clear_stop, stop_requested
 from .provenance import code_provenance, code_segments, machine_facts
 from .run_files import write_reports
 from .schedules import TrainingClock, extension_cap, lr_multiplier, warmup_steps  # noqa: F401 (re-exported)
@@ -491,7 +491,7 @@ def run_steps(
         if clock.expired:
             state["stopped_by"] = "max_train_minutes"
         elif stop and step < total_steps:
-            state["stopped_by"] = "stop_requested"
+            state["stopped_by"] = STOPPED_BY_REQUEST
         if step % args.log_every == 0 or last:
             values = {name: accelerator.reduce(value.detach(), "mean").item() for name, value in terms.items()}
             values["loss"] = accelerator.reduce(loss.detach(), "mean").item()
@@ -520,7 +520,7 @@ def run_steps(
         if stop:
             break
     progress.close()
-    if state.get("stopped_by") == "stop_requested" and accelerator.is_main_process:
+    if state.get("stopped_by") == STOPPED_BY_REQUEST and accelerator.is_main_process:
         clear_stop(run.output_dir)
     state["wall_time_s"], state["cpu_time_s"] = time.time() - started, time.process_time() - cpu_started
 

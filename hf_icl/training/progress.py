@@ -16,6 +16,8 @@ from pathlib import Path
 
 VALIDATION_LOG = "validation_history.jsonl"
 STOP_FILE = "STOP"
+STOPPED_BY_REQUEST = "stop_requested"
+"""`train.stopped_by` of a run that ended on a `STOP` request before its last step."""
 
 
 def append_validation(output_dir: Path, record: dict) -> None:
@@ -52,6 +54,15 @@ def request_stop(output_dir: Path, reason: str) -> None:
     """Ask the run in `output_dir` to end at its next step (see the module docstring)."""
     Path(output_dir).mkdir(parents=True, exist_ok=True)
     (Path(output_dir) / STOP_FILE).write_text(reason.rstrip("\n") + "\n", encoding="utf-8")
+
+
+def ended_on_stop_request(output_dir: Path) -> bool:
+    """Whether the run in `output_dir` ended on a stop request (its `metrics.json` says so, or it has none yet),
+    not by training every step: a request that arrives after the last step stops nothing."""
+    metrics = Path(output_dir) / "metrics.json"
+    if not metrics.exists():
+        return True
+    return json.loads(metrics.read_text(encoding="utf-8")).get("train", {}).get("stopped_by") == STOPPED_BY_REQUEST
 
 
 def clear_stop(output_dir: Path) -> None:

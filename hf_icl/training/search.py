@@ -50,7 +50,7 @@ import yaml
 
 from ..utils.atomic_files import write_text_atomic
 from ..utils.run_locks import claimed
-from .progress import read_validation, request_stop
+from .progress import ended_on_stop_request, read_validation, request_stop
 
 ENGINES = ("optuna",)
 DIRECTIONS = ("maximize", "minimize")
@@ -332,7 +332,7 @@ class Search:
         else:
             seconds, pruned = 0, False
         records = [r for r in read_validation(run_dir) if isinstance(r.get(self.search.objective), (int, float))]
-        pruned = pruned and _stopped_by_request(run_dir)  # a request that came after the last step prunes nothing
+        pruned = pruned and ended_on_stop_request(run_dir)  # a request that came after the last step prunes nothing
         if pruned or not records:
             self.study.tell(trial, state=TrialState.PRUNED)
             return {"name": point.name, "status": "pruned", "returncode": 0, "seconds": seconds}
@@ -403,11 +403,3 @@ def trial_name(number: int) -> str:
 def run_search(spec, sweep) -> list[dict]:
     """Run (or continue) the search of `spec` (a `sweep.SweepSpec` with `search`); one result per trial run here."""
     return Search(spec, sweep).run()
-
-
-def _stopped_by_request(run_dir: Path) -> bool:
-    """Whether the finished run ended on the search's stop request (else the request came after its last step)."""
-    metrics = run_dir / "metrics.json"
-    if not metrics.exists():
-        return True
-    return json.loads(metrics.read_text()).get("train", {}).get("stopped_by") == "stop_requested"
