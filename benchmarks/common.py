@@ -89,28 +89,24 @@ def numba_wide_vectors() -> bool | None:
 
 
 def machine_facts() -> dict:
-    """What the numbers were measured on: CPU model, cores, threads, library versions, and the load average (the
-    1-minute load of the whole machine; near 0 means idle, near the core count means another job shared it)."""
+    """What the numbers were measured on: the host as training runs record it (`hf_icl.training.provenance`: CPU
+    model, family, AVX-512, AMX), cores, threads and library versions."""
     import os
     import platform
 
     import torch
 
-    model = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    flags = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").is_file() else ""
+    from hf_icl.training.provenance import machine_facts as host_facts
+
+    host = host_facts()
     return {
-        "cpu_model": model,
+        "cpu_model": host["cpu_model"] or "unknown",
+        "cpu_family": host["cpu_family"],
         "cpu_cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS"),
-        "amx": " amx_tile" in flags,
+        "avx512": host["avx512"],
+        "amx": host["amx"],
         "numba_wide_vectors": numba_wide_vectors(),
         "torch": torch.__version__,
         "python": platform.python_version(),

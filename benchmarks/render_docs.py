@@ -123,8 +123,11 @@ ABOUT = {
 def machine_line(record: dict) -> str:
     m, load = record["machine"], record["load_average_1min"]
     shared = "idle" if record["idle"] else "shared with other jobs"
-    return (f"{m['cpu_model']}, {m['cpu_cores']} cores, {m['torch_threads']} torch thread(s), torch {m['torch']}, "
-            f"AMX {'yes' if m['amx'] else 'no'}; load average {load['start']} → {load['end']} ({shared}); "
+    family = f" (family {m['cpu_family']})" if m.get("cpu_family") is not None else ""  # recorded since 2026-12-02
+    avx512 = f"AVX-512 {'yes' if m['avx512'] else 'no'}, " if "avx512" in m else ""
+    return (f"{m['cpu_model']}{family}, {m['cpu_cores']} cores, {m['torch_threads']} torch thread(s), "
+            f"torch {m['torch']}, {avx512}AMX {'yes' if m['amx'] else 'no'}; load average {load['start']} → "
+            f"{load['end']} ({shared}); "
             f"started {record['started_utc']}, {record['seconds']:.0f} s.")  # fmt: skip
 
 

@@ -92,22 +92,29 @@ def test_machine_facts_read_the_model_and_the_vector_extensions(tmp_path):
     """The CPU model and AVX-512 / AMX from a fabricated /proc/cpuinfo (the first processor's lines); an unreadable
     file gives None and False rather than an error."""
     cpuinfo = tmp_path / "cpuinfo"
-    processor = "processor\t: {n}\nmodel name\t: Intel(R) Xeon(R) Platinum 8488C\nflags\t\t: fpu sse2 avx2 {extra}\n\n"
+    processor = (
+        "processor\t: {n}\ncpu family\t: 6\nmodel name\t: Intel(R) Xeon(R) Platinum 8488C\n"
+        "flags\t\t: fpu sse2 avx2 {extra}\n\n"
+    )
     cpuinfo.write_text(processor.format(n=0, extra="avx512f amx_tile") + processor.format(n=1, extra=""))
     facts = provenance.machine_facts(cpuinfo)
     assert facts["cpu_model"] == "Intel(R) Xeon(R) Platinum 8488C"
     assert facts["avx512"] is True and facts["amx"] is True and facts["cpu_count"] >= 1
+    assert facts["cpu_family"] == 6
     cpuinfo.write_text("processor\t: 0\nmodel name\t: AMD EPYC\nflags\t\t: fpu sse2 avx2 avx512_bf16_lookalike\n")
     assert provenance.machine_facts(cpuinfo) | {"cpu_count": 0} == {
-        "cpu_model": "AMD EPYC", "cpu_count": 0, "avx512": False, "amx": False}  # fmt: skip
+        "cpu_model": "AMD EPYC", "cpu_family": None, "cpu_count": 0, "avx512": False, "amx": False}  # fmt: skip
     missing = provenance.machine_facts(tmp_path / "absent")
-    assert missing["cpu_model"] is None and missing["avx512"] is False and missing["amx"] is False
+    assert missing["cpu_model"] is None and missing["cpu_family"] is None
+    assert missing["avx512"] is False and missing["amx"] is False
 
 
 def test_the_runs_table_names_each_runs_host():
-    """The runs page's host cell: the recorded CPU model with its extensions, "–" for runs from before."""
+    """The runs page's host cell: the recorded CPU model with its family and extensions, "–" for runs from before."""
     from hf_icl.report.build import host_label
 
     assert host_label({"cpu_model": "AMD EPYC", "avx512": False, "amx": False}) == "AMD EPYC"
     assert host_label({"cpu_model": "Intel Xeon", "avx512": True, "amx": True}) == "Intel Xeon (AVX-512, AMX)"
+    zen5 = {"cpu_model": "AMD EPYC", "cpu_family": 26, "avx512": True, "amx": False}
+    assert host_label(zen5) == "AMD EPYC (family 26, AVX-512)"  # one model name, two host generations told apart
     assert host_label(None) == "–" and host_label({"cpu_model": None}) == "–"

@@ -162,8 +162,9 @@ def host_label(machine: dict | None) -> str:
     the host was recorded."""
     if not machine or not machine.get("cpu_model"):
         return "–"
-    extensions = [name for name, key in (("AVX-512", "avx512"), ("AMX", "amx")) if machine.get(key)]
-    return machine["cpu_model"] + (f" ({', '.join(extensions)})" if extensions else "")
+    details = [f"family {machine['cpu_family']}"] if machine.get("cpu_family") is not None else []
+    details += [name for name, key in (("AVX-512", "avx512"), ("AMX", "amx")) if machine.get(key)]
+    return machine["cpu_model"] + (f" ({', '.join(details)})" if details else "")
 
 
 def number_lines(numbers: PaperNumbers, assessments: list[Assessment], records: list[RunRecord]) -> dict[str, Line]:

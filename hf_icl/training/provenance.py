@@ -53,19 +53,23 @@ def code_provenance() -> dict:
 
 
 def machine_facts(cpuinfo: Path = Path("/proc/cpuinfo")) -> dict:
-    """`{"cpu_model": str or None, "cpu_count": int, "avx512": bool, "amx": bool}` of this host, from Linux's
-    `cpuinfo` file (None and False where it cannot be read)."""
-    model, flags = None, set()
+    """`{"cpu_model": str or None, "cpu_family": int or None, "cpu_count": int, "avx512": bool, "amx": bool}` of this
+    host, from Linux's `cpuinfo` file (None and False where it cannot be read). The family tells apart hosts that
+    share a model name: an "AMD EPYC" of family 25 (Zen 3/4) or 26 (Zen 5) runs the same step at different costs."""
+    model, family, flags = None, None, set()
     try:
         for line in cpuinfo.read_text(encoding="utf-8", errors="replace").splitlines():
             key, _, value = line.partition(":")
             if key.strip() == "model name" and model is None:
                 model = value.strip()
+            elif key.strip() == "cpu family" and family is None and value.strip().isdigit():
+                family = int(value)
             elif key.strip() == "flags" and not flags:
                 flags = set(value.split())
     except OSError:
         pass
-    return {"cpu_model": model, "cpu_count": os.cpu_count(), "avx512": "avx512f" in flags, "amx": "amx_tile" in flags}
+    return {"cpu_model": model, "cpu_family": family, "cpu_count": os.cpu_count(), "avx512": "avx512f" in flags,
+            "amx": "amx_tile" in flags}  # fmt: skip
 
 
 NOT_RECORDED = {"hf_icl": None, "torch": None, "git_commit": None, "git_dirty": None}
