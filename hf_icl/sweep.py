@@ -37,9 +37,11 @@ field>` (as `--shared-override`: applied to the points whose architecture reads 
 architectures can give the Transformer RoPE without giving it to Mamba), `task_option.<task field>` (as
 `--task-option`) or a block feature's field in its flag's syntax (`ngram_heads` as `--ngram-heads`);
 `override.<field>: null` (or `task_option.<field>: null`) in a grid value removes that override set by `config` or
-`base`, so one variant can drop a field its model does not have (Mamba reads no `num_masked_heads`). A point's name
-lists every grid key, `key=label` joined by `,`; its run arguments are written to `<output_root>/<name>.yaml`, its
-output to `<output_root>/<name>.log`.
+`base`, so one variant can drop a field its model does not have (Mamba reads no `num_masked_heads`); an override's
+null also removes a shared override of the field, so the preset's default applies (a MambaFormer variant with
+`override.position_embedding: null` under a config that shares RoPE trains without positions, as its name says).
+A point's name lists every grid key, `key=label` joined by `,`; its run arguments are written to
+`<output_root>/<name>.yaml`, its output to `<output_root>/<name>.log`.
 
 Each point is its own process, `python -m hf_icl.train --config <name>.yaml` (a subprocess rather than a call in this
 process: every run starts from a fresh Accelerate state, thread setting and memory, a crashed point does not end the
@@ -252,6 +254,8 @@ def assign(values: dict, key: str, value) -> None:
         group = values.setdefault(PREFIXED_GROUPS[prefix], {})
         if value is None:  # null: drop what `config` or `base` set, so the preset's or task's default applies
             group.pop(name, None)
+            if prefix == "override":  # a shared override of the field would apply it again where the model reads it
+                values.get(PREFIXED_GROUPS["shared_override"], {}).pop(name, None)
         else:
             group[name] = value
     elif key in feature_options():  # a block feature's field, e.g. `ngram_heads: "1:1,2,3"` as its flag reads it

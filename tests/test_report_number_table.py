@@ -48,6 +48,23 @@ def test_spread_is_the_sd_of_the_number_shown():
     assert best_of is not None and spread_shown(best_of, seeds) == 0.0  # the best seed shown: no error bar
 
 
+def test_a_shared_override_as_given_does_not_split_the_seeds_of_a_setting():
+    """A shared override the architecture reads is recorded again in `overrides` (what the setting compares), one it
+    does not read changed nothing: seeds written before shared overrides existed and after are one setting, while an
+    applied value that differs still splits them."""
+    before, after = record("a", 0.9, seed=0), record("a", 0.9, seed=1)
+    before.metrics["run_config"]["overrides"] = {"num_hidden_layers": 4, "position_embedding": "rope"}
+    after.metrics["run_config"]["overrides"] = {"num_hidden_layers": 4, "position_embedding": "rope"}
+    after.metrics["run_config"]["shared_overrides"] = {"position_embedding": "rope"}
+    unread = record("a", 0.9, seed=2)  # e.g. Mamba given a shared position embedding it has no use for
+    unread.metrics["run_config"]["overrides"] = {"num_hidden_layers": 4, "position_embedding": "rope"}
+    unread.metrics["run_config"]["shared_overrides"] = {"position_embedding": "alibi"}
+    assert before.setting == after.setting == unread.setting
+    applied = record("a", 0.9, seed=3)
+    applied.metrics["run_config"]["overrides"] = {"num_hidden_layers": 4, "position_embedding": "alibi"}
+    assert applied.setting != before.setting
+
+
 def test_a_seed_resumed_with_changed_settings_joins_its_setting_and_a_changed_field_does_not():
     """A run continued with `--resume --allow-changed-settings` (a shorter schedule that matched up to its checkpoint)
     is the same setting as its fresh seeds: what it changed is in its saved settings, the flags are bookkeeping."""

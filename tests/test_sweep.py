@@ -127,6 +127,23 @@ def test_config_file_sits_under_base(tmp_path):
         load_spec(write_spec(tmp_path, {"seed": [0]}, config=str(config)))
 
 
+def test_an_override_s_null_also_drops_the_config_s_shared_override_of_the_field(tmp_path):
+    """`override.position_embedding: null` means the preset's default applies, so under a config that shares RoPE
+    (applied wherever a model reads it) the variant drops the shared value too; other variants keep it, and a null
+    shared override drops only the shared value."""
+    config = tmp_path / "recipe.yaml"
+    config.write_text(yaml.safe_dump({**{k: v for k, v in TINY.items() if "." not in k},
+                                      "overrides": {"position_embedding": "rope"},
+                                      "shared_overrides": {"position_embedding": "rope"}}))  # fmt: skip
+    variants = {"variant": {"shared": {}, "no_positions": {"override.position_embedding": None},
+                            "shared_dropped": {"shared_override.position_embedding": None}}}  # fmt: skip
+    shared, no_positions, shared_dropped = expand(load_spec(write_spec(tmp_path, variants, config=str(config))))
+    assert shared.arguments["shared_overrides"] == {"position_embedding": "rope"}
+    assert no_positions.arguments["overrides"] == {} and no_positions.arguments["shared_overrides"] == {}
+    assert shared_dropped.arguments["overrides"] == {"position_embedding": "rope"}
+    assert shared_dropped.arguments["shared_overrides"] == {}
+
+
 def test_a_variant_may_name_its_own_config_file(tmp_path):
     """Each model's own recipe file, one experiment: a variant's `config` replaces the spec's for its points only,
     `base` and the grid still apply on top, and a bad file is refused before any run."""

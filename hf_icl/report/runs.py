@@ -18,10 +18,13 @@ from pathlib import Path
 from ..training.resume_settings import BOOKKEEPING_FIELDS
 from .papers import Entry
 
-BOOKKEEPING = {"seed", *BOOKKEEPING_FIELDS} - {"eval_every", "imports"}
-"""Run arguments that do not make another setting: the seed, and what a resume takes as given (`BOOKKEEPING_FIELDS`,
-`--allow-changed-settings` among them: what a resume changed is in the saved settings), except `imports` (a plug-in
-may define the model) and `eval_every` (a setting's validation history is read at its steps)."""
+BOOKKEEPING = {"seed", "shared_overrides", *BOOKKEEPING_FIELDS} - {"eval_every", "imports"}
+"""Run arguments that do not make another setting: the seed, the shared overrides as given (`shared_overrides`: the
+ones the architecture reads are recorded again in `overrides`, which the setting compares, and the others changed
+nothing; so a seed given `position_embedding` as an override and one given it as a shared override are one setting),
+and what a resume takes as given (`BOOKKEEPING_FIELDS`, `--allow-changed-settings` among them: what a resume changed
+is in the saved settings), except `imports` (a plug-in may define the model) and `eval_every` (a setting's validation
+history is read at its steps)."""
 
 
 @dataclass
