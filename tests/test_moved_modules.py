@@ -40,6 +40,7 @@ EXPECTED = {
     "hf_icl.evaluation.text_lm_eval": "hf_icl.tasks.text_lm.evaluation",
     "hf_icl.evaluation.text_mixture_eval": "hf_icl.tasks.text_mixture.evaluation",
     "hf_icl.training.run_lock": "hf_icl.utils.run_locks",
+    "hf_icl.tasks.generation.online_rows": "hf_icl.tasks.online_rows",
 }
 """Old module paths that must keep working for one release -> the module that replaced them (all in MOVED_MODULES,
 so the parametrised test below cannot run on an empty list)."""

@@ -104,6 +104,8 @@ MOVED_MODULES: dict[str, str] = {
     "hf_icl.evaluation.icl_arithmetic_eval": "hf_icl.tasks.icl_arithmetic.evaluation",
     "hf_icl.evaluation.text_lm_eval": "hf_icl.tasks.text_lm.evaluation",
     "hf_icl.evaluation.text_mixture_eval": "hf_icl.tasks.text_mixture.evaluation",
+    # shared by the generation and formal-language families since online formal-language training
+    "hf_icl.tasks.generation.online_rows": "hf_icl.tasks.online_rows",
     # units that left the skeleton `hf_icl.modeling`, which names no block feature
     "hf_icl.modeling.ngram_blocks": "hf_icl.block_features.ngram_heads",
     "hf_icl.modeling.slowfast": "hf_icl.block_features.slowfast.slowfast_block",

@@ -21,6 +21,7 @@ test length's rows depend neither on ``n_train`` nor on the rest of the test ran
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterator, Mapping
 
 import datasets
@@ -148,8 +149,9 @@ def _strings(alphabet: str, x: np.ndarray) -> list[str]:
     return [row.decode("ascii") for row in np.ascontiguousarray(codes).view(f"S{x.shape[1]}").ravel().tolist()]
 
 
-def _rows(config: RegularLanguageConfig, rng: np.random.Generator, lengths: np.ndarray, sampler) -> dict:
-    """Strings of the given per-row lengths, sampled group by group (sorted length, then label) for speed."""
+def _rows(config: RegularLanguageConfig, rng: np.random.Generator, lengths: np.ndarray, sampler, classes=None) -> dict:
+    """Strings of the given per-row lengths, sampled group by group (sorted length, then label) for speed.
+    Recognition rows take `classes` (member 1, non-member 0), by default half and half in a random order."""
     inputs, answers = [""] * len(lengths), [""] * len(lengths)
     if sampler is None:
         alphabet = TRANSDUCTION_LANGUAGES[config.language].alphabet
@@ -159,7 +161,8 @@ def _rows(config: RegularLanguageConfig, rng: np.random.Generator, lengths: np.n
             for i, text, label in zip(idx.tolist(), _strings(alphabet, x), labels.tolist()):
                 inputs[i], answers[i] = text, str(label)
     else:
-        classes = rng.permutation(np.arange(len(lengths)) % 2)  # balanced: half members, half non-members
+        if classes is None:
+            classes = rng.permutation(np.arange(len(lengths)) % 2)  # balanced: half members, half non-members
         for length in np.unique(lengths).tolist():
             for label in (0, 1):
                 idx = np.flatnonzero((lengths == length) & (classes == label))
@@ -190,6 +193,38 @@ def iter_split(config: RegularLanguageConfig, split: str) -> Iterator[dict]:
         rng = np.random.default_rng(stream)
         count = config.n_train if split == "train" else config.n_validation
         yield _rows(config, rng, rng.choice(np.asarray(lengths), size=count) if count else np.zeros(0, int), sampler)
+
+
+@functools.lru_cache(maxsize=64)
+def _train_lengths(language: str, lo: int, hi: int) -> np.ndarray:
+    config = RegularLanguageConfig(language=language, train_min_length=lo, train_max_length=hi)
+    return np.asarray(valid_lengths(config, "train"))
+
+
+@functools.lru_cache(maxsize=64)
+def _exact_length_sampler(language: str, max_length: int) -> ExactLengthSampler:
+    return ExactLengthSampler(RECOGNITION_LANGUAGES[language], max_length)
+
+
+def train_rows(config: RegularLanguageConfig, rng: np.random.Generator, n: int) -> dict[str, list]:
+    """`n` training strings drawn from `rng` as the training split draws its strings: each length uniform over the
+    valid training lengths and, for recognition, each a member or a non-member with probability 1/2 (the fixed split
+    balances its classes exactly). Online training (`--task-option online=true`) draws a batch per step.
+
+    Args:
+        config: a validated :class:`RegularLanguageConfig`.
+        rng: the only source of randomness.
+        n: the number of strings.
+
+    Returns:
+        ``{"input": [str], "answer": [str], "length": [int]}``.
+    """
+    lengths = _train_lengths(config.language, config.train_min_length, config.train_max_length)
+    drawn = rng.choice(lengths, size=n)  # (n,)
+    if config.language not in RECOGNITION_LANGUAGES:
+        return _rows(config, rng, drawn, None)
+    sampler = _exact_length_sampler(config.language, int(lengths[-1]))
+    return _rows(config, rng, drawn, sampler, classes=rng.integers(0, 2, size=n))  # classes: (n,)
 
 
 def generate_split(config: RegularLanguageConfig, split: str) -> dict[str, list]:

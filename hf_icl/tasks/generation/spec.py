@@ -8,14 +8,14 @@ the copy/lookup baselines on the same queries.
 
 from __future__ import annotations
 
-from ..family import EvalRequest, TaskData, TaskFamily, TaskOption, TaskRequest
-from ..lm_data import causal_lm_data, pad_collate, token_fields
+from ..family import EvalRequest, TaskFamily, TaskRequest
+from ..lm_data import causal_lm_data
 from ..loading import task_builder, task_config
 from ..objectives import token_cross_entropy
+from ..online_rows import one_row_at_a_time, online_option, online_task_data
 from . import copying, phonebook, recall
 from .evaluation import evaluate_generation, plot_generation_curves
 from .export import EXPORT
-from .online_rows import OnlineRowSampler
 
 TASKS = {**copying.ENTRIES, **phonebook.ENTRIES, **recall.ENTRIES}
 """Task name -> its registry entry (builder, fixed config, options, spec, solver)."""
@@ -23,15 +23,7 @@ TASKS = {**copying.ENTRIES, **phonebook.ENTRIES, **recall.ENTRIES}
 ONLINE_TASKS = tuple(task for task, entry in TASKS.items() if entry.spec.train_row is not None)
 """The tasks whose training rows can be drawn online (their spec has a ``train_row``)."""
 
-ONLINE = TaskOption(
-    "online",
-    bool,
-    False,
-    "draw fresh training rows every step (from the run's data seed and the step) instead of the builder's fixed "
-    f"n_train rows, so --curriculum can grow a field such as train_max_length; tasks: {', '.join(ONLINE_TASKS)}.",
-    samples_online=True,
-    tasks=ONLINE_TASKS,
-)
+ONLINE = online_option(ONLINE_TASKS)
 
 
 def task_tokenizer(request: TaskRequest):
@@ -59,16 +51,9 @@ def prepare_data(request: TaskRequest):
     description = {"n_train": len(splits["train"]), "format": spec.description, "task_config": builder.config.name}
     if not online:
         return causal_lm_data(splits, tokenizer, encode, description, builder.config)
-    def encode_row(row: dict) -> tuple[list, list]:
-        encoded = encode({key: [value] for key, value in row.items()})
-        return encoded["input_ids"][0], encoded["labels"][0]
-
     fields = [name for name in TASKS[request.task].option_fields if name not in ("n_train", "seed")]
-    collate = pad_collate(tokenizer.pad_token_id)
-    sampler = OnlineRowSampler(builder.config, spec.train_row, encode_row, collate, type(builder).validate_config,
-                               fields)  # fmt: skip
-    description |= {"n_train": None, "online": True}
-    return TaskData(sampler, None, token_fields(tokenizer), tokenizer, splits, builder.config, description)
+    train_rows = one_row_at_a_time(spec.train_row)
+    return online_task_data(builder, splits, tokenizer, encode, train_rows, fields, description)
 
 
 def evaluate(request: EvalRequest) -> dict:
