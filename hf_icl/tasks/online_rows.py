@@ -3,7 +3,7 @@ can grow a builder field (P4's copy: `--curriculum train_max_length=5:20:1:500`;
 `--curriculum train_max_length=4:12:2:500`).
 
 Every step's rows are drawn by the task's own training-row sampler (the one behind the builder's fixed training
-split: :attr:`.generation.generative.GenerationTask.train_row`, :func:`.formal_language.regular_languages.train_row`)
+split: :attr:`.generation.generative.GenerationTask.train_row`, :func:`.formal_language.regular_languages.train_rows`)
 from the step's generator (:func:`~hf_icl.tasks.online.step_rng`: the run's data seed, the process and the step),
 with the builder config's fields set to the sampler's parameters at that step; they are tokenized as the fixed split
 is. A resumed run draws the rows an uninterrupted one would. A family offers this with :func:`online_option` among
