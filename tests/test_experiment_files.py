@@ -39,7 +39,9 @@ def test_committed_sweep_spec_expands_to_valid_points(path):
 
 RESULTS = EXPERIMENTS.parent / "docs" / "results"
 RECIPES = {  # a config named as the recipe of committed runs -> those runs' metrics, one per seed
-    "configs/parity_regular_gpt_cpu.yaml": "length_generalization/p2_parity_curriculum/steps12000-seed{seed}_metrics.json",
+    "configs/parity_regular_gpt_cpu.yaml": (
+        "length_generalization/p2_parity_curriculum/steps12000-seed{seed}_metrics.json"
+    ),
     "configs/copy_mamba_cpu.yaml": "length_generalization/copy/seed{seed}-mamba_L2_8000_metrics.json",
     "configs/copy_mamba_cpu_3layer.yaml": "length_generalization/copy/seed{seed}-mamba_state64_metrics.json",
 }
