@@ -6,27 +6,21 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_online_rows import TRAIN, online_data, refused_before_any_work
 from test_regular_languages import MEMBERSHIP, TRANSDUCTION, both_class_lengths, oracle_answer, small_config
 
-from hf_icl.tasks import TaskRequest, family_of
+from hf_icl.tasks import TaskRequest
 from hf_icl.tasks.formal_language import formal_language_tokenizer
 from hf_icl.tasks.formal_language.regular_languages import LANGUAGES, causal_lm_example, generate_split, train_rows
 from hf_icl.tasks.online import OnlineBatches, StepCurriculum, step_rng
 from hf_icl.training import main
 
 SMALL = {"n_validation": 16, "n_per_length": 4, "train_max_length": 12, "test_min_length": 13, "test_max_length": 20}
-TRAIN = ["--architecture", "transformer", "--preset", "tiny", "--batch-size", "8", "--threads", "1",
-         "--report-to", "none", "--max-steps", "6", "--log-every", "1"]  # fmt: skip
-
-
-def online_data(task="parity_check", **options):
-    request = TaskRequest(task, options={**SMALL, **options, "online": True})
-    return family_of(task).prepare_data(request)
 
 
 @pytest.fixture(scope="module")
 def parity_data():
-    return online_data()
+    return online_data("parity_check", SMALL)
 
 
 def test_every_language_can_draw_online():
@@ -107,9 +101,4 @@ def test_online_parity_trains_with_a_curriculum_and_evaluates_the_configs_range(
     ],
 )  # fmt: skip
 def test_bad_online_settings_fail_in_one_line_before_any_work(tmp_path, capsys, argv, message):
-    out = tmp_path / "run"
-    with pytest.raises(SystemExit) as exit_info:
-        main([*argv, *TRAIN, "--output-dir", str(out)])
-    assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
-    assert not out.exists()
+    assert message in refused_before_any_work(tmp_path, capsys, argv)

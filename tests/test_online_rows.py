@@ -21,9 +21,20 @@ TRAIN = ["--architecture", "transformer", "--preset", "tiny", "--batch-size", "4
          "--report-to", "none", "--max-steps", "6", "--log-every", "1"]  # fmt: skip
 
 
-def online_data(task="copy", **options):
-    request = TaskRequest(task, options={**SMALL, **options, "online": True})
+def online_data(task="copy", small=SMALL, **options):
+    """The task prepared for online training with the small split sizes (`small`) and `options`."""
+    request = TaskRequest(task, options={**small, **options, "online": True})
     return family_of(task).prepare_data(request)
+
+
+def refused_before_any_work(tmp_path, capsys, argv) -> str:
+    """Runs train.py with `argv`; asserts a usage error (exit 2) that wrote nothing; returns its stderr."""
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, *TRAIN, "--output-dir", str(out)])
+    assert exit_info.value.code == 2
+    assert not out.exists()
+    return capsys.readouterr().err
 
 
 @pytest.fixture(scope="module")
@@ -113,12 +124,7 @@ def test_online_copy_trains_with_a_curriculum_and_records_it(tmp_path):
     ],
 )  # fmt: skip
 def test_bad_online_settings_fail_in_one_line_before_any_work(tmp_path, capsys, argv, message):
-    out = tmp_path / "run"
-    with pytest.raises(SystemExit) as exit_info:
-        main([*argv, *TRAIN, "--output-dir", str(out)])
-    assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
-    assert not out.exists()
+    assert message in refused_before_any_work(tmp_path, capsys, argv)
 
 
 def test_the_fixed_training_split_is_the_same_row_sampler():

@@ -262,7 +262,7 @@ def test_registry_and_errors(tmp_path):
     assert {name for name in hf_icl.list_tasks() if hf_icl.tasks.task_family(name) == "formal_language"} == set(
         LANGUAGES
     )
-    assert hf_icl.tasks.task_option_fields("parity_p")[-1] == "p_one"
+    assert hf_icl.tasks.task_option_fields("parity_p")[-2:] == ("p_one", "online")  # the builder's, then the family's
     assert "p_one" not in hf_icl.tasks.task_option_fields("parity_check")
     cache = str(tmp_path)
     with pytest.raises(ValueError, match="override 'p_one' is not a field of task 'even_pairs'; allowed: n_train"):
