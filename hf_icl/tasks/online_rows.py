@@ -104,7 +104,7 @@ def one_row_at_a_time(train_row: Callable) -> Callable:
     return train_rows
 
 
-def online_task_data(builder, splits, tokenizer, encode: Callable, train_rows: Callable, fields, description: dict):
+def online_task_data(builder, splits, tokenizer, encode: Callable, train_rows: Callable, option_fields, description):
     """The :class:`~hf_icl.tasks.family.TaskData` of an online run: an :class:`OnlineRowSampler` in place of the
     fixed training split (`splits` keeps validation and test for evaluation).
 
@@ -114,9 +114,10 @@ def online_task_data(builder, splits, tokenizer, encode: Callable, train_rows: C
         tokenizer: the task tokenizer.
         encode: the batched encoder of the fixed split, ``{column: [values]} -> {"input_ids": [...], "labels": [...]}``.
         train_rows: ``(config, numpy generator, n) -> {column: [n values]}``, the builder's own training-row sampler.
-        fields: the config fields a curriculum may set.
+        option_fields: the task's option fields; all but ``n_train`` and ``seed`` are what a curriculum may set.
         description: run-config facts about the data; ``n_train`` becomes ``None`` and ``online`` true.
     """
+    fields = [name for name in option_fields if name not in ("n_train", "seed")]
     collate = pad_collate(tokenizer.pad_token_id)
     sampler = OnlineRowSampler(builder.config, train_rows, encode, collate, type(builder).validate_config, fields)
     description = {**description, "n_train": None, "online": True}

@@ -50,8 +50,7 @@ def prepare_data(request: TaskRequest):
     }
     if not online:
         return causal_lm_data(splits, tokenizer, encode, description, builder.config)
-    fields = [name for name in task_fields(request.task) if name not in ("n_train", "seed")]
-    return online_task_data(builder, splits, tokenizer, encode, train_rows, fields, description)
+    return online_task_data(builder, splits, tokenizer, encode, train_rows, task_fields(request.task), description)
 
 
 def evaluate(request: EvalRequest) -> dict:

@@ -51,9 +51,9 @@ def prepare_data(request: TaskRequest):
     description = {"n_train": len(splits["train"]), "format": spec.description, "task_config": builder.config.name}
     if not online:
         return causal_lm_data(splits, tokenizer, encode, description, builder.config)
-    fields = [name for name in TASKS[request.task].option_fields if name not in ("n_train", "seed")]
     train_rows = one_row_at_a_time(spec.train_row)
-    return online_task_data(builder, splits, tokenizer, encode, train_rows, fields, description)
+    option_fields = TASKS[request.task].option_fields
+    return online_task_data(builder, splits, tokenizer, encode, train_rows, option_fields, description)
 
 
 def evaluate(request: EvalRequest) -> dict:
